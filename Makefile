@@ -1,0 +1,44 @@
+# airi-memory: every entry point. Each target does its own set-up when needed.
+PORT ?= 8000
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP_VENV := $(VENV)/.installed
+STAMP_NPM := node_modules/.installed
+
+.PHONY: demo dist test test-unit test-pyodide test-e2e bench lint format clean
+
+$(STAMP_VENV): requirements-dev.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --require-hashes -r requirements-dev.txt
+	touch $@
+
+$(STAMP_NPM): package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+dist: $(STAMP_VENV) $(STAMP_NPM)
+	$(PY) build/build_dist.py
+
+demo: dist
+	@echo "airi-memory demo: http://127.0.0.1:$(PORT)/"
+	$(PY) build/serve.py --port $(PORT)
+
+test: dist
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m pytest
+
+test-unit: $(STAMP_VENV)
+	$(PY) -m pytest tests/unit
+
+bench: dist
+	node bench/run.mjs
+
+lint: $(STAMP_VENV)
+	$(PY) -m ruff check . && $(PY) -m ruff format --check .
+
+format: $(STAMP_VENV)
+	$(PY) -m ruff check --fix . && $(PY) -m ruff format .
+
+clean:
+	rm -rf dist build/out

@@ -1,0 +1,216 @@
+"""Assemble the servable dist/ offline and reproducibly.
+
+Inputs are pinned: npm packages by package-lock.json (node_modules/ from `npm ci`),
+Pyodide wheels by sha256 (build/pyodide-requirements.txt), our own wheel built from py/
+with a fixed SOURCE_DATE_EPOCH. `pyodide build` needs the network, so the lock file is
+written here from the wheels' own metadata. Run twice with nothing changed, the lock is
+byte-identical.
+
+Layout of dist/:
+    index.html               -> demo/
+    airi-memory.mjs          the facade (the one module apps import)
+    demo/                    the demo page
+    runtime/                 everything the worker needs: Pyodide core, wheels,
+                             pyodide-lock.json, worker.mjs, host.mjs, duckdb/
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parent.parent
+NODE_MODULES = ROOT / "node_modules"
+CACHE = ROOT / "build" / "out"
+PYODIDE_PLATFORM = [
+    "--only-binary=:all:",
+    "--platform=pyemscripten_2026_0_wasm32",
+    "--python-version=3.14",
+    "--implementation=cp",
+    "--abi=cp314",
+]
+PYODIDE_CORE_FILES = [
+    "pyodide.mjs",
+    "pyodide.js",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+]
+DUCKDB_FILES = [
+    "duckdb-eh.wasm",
+    "duckdb-mvp.wasm",
+    "duckdb-browser-eh.worker.js",
+    "duckdb-browser-mvp.worker.js",
+]
+# A fixed date for our own wheel, so the same source gives the same bytes and hash.
+SOURCE_DATE_EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
+
+
+def run(command: list[str], **kwargs) -> None:
+    print("+", " ".join(command), flush=True)
+    subprocess.run(command, check=True, cwd=ROOT, **kwargs)
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build_own_wheel(out: Path) -> Path:
+    shutil.rmtree(out, ignore_errors=True)
+    env = {**os.environ, "SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH}
+    run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
+    (wheel,) = out.glob("*.whl")
+    return wheel
+
+
+def download_pinned_wheels(out: Path) -> list[Path]:
+    """Fetch the pinned wheels once; pip checks every sha256 (--require-hashes)."""
+    requirements = ROOT / "build" / "pyodide-requirements.txt"
+    stamp = out / ".requirements.sha256"
+    wanted = sha256_of(requirements)
+    if not (stamp.exists() and stamp.read_text() == wanted):
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--require-hashes", *PYODIDE_PLATFORM, "-r", str(requirements), "-d", str(out)]
+        )  # fmt: skip
+        stamp.write_text(wanted)
+    return sorted(out.glob("*.whl"))
+
+
+def wheel_metadata(wheel: Path) -> tuple[dict, list[str]]:
+    """(METADATA headers, top-level import names) read from inside the wheel."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = Parser().parsestr(archive.read(metadata_name).decode())
+    top_level = set()
+    for name in names:
+        first = name.split("/")[0]
+        if first.endswith((".dist-info", ".data")):
+            continue
+        if "/" in name or name.endswith(".py"):
+            top_level.add(first.removesuffix(".py"))
+    return metadata, sorted(top_level)
+
+
+def emscripten_dependencies(metadata) -> list[str]:
+    """Requires-Dist entries that apply inside Pyodide (no extras), canonical names."""
+    environment = {
+        **default_environment(),
+        "sys_platform": "emscripten",
+        "platform_system": "Emscripten",
+        "platform_machine": "wasm32",
+        "python_version": "3.14",
+        "python_full_version": "3.14.2",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "extra": "",
+    }
+    depends = []
+    for line in metadata.get_all("Requires-Dist") or []:
+        requirement = Requirement(line)
+        if requirement.marker is None or requirement.marker.evaluate(environment):
+            depends.append(canonicalize_name(requirement.name))
+    return sorted(set(depends))
+
+
+def write_lock(wheels: list[Path], runtime: Path) -> Path:
+    upstream = json.loads((NODE_MODULES / "pyodide" / "pyodide-lock.json").read_text())
+    packages = {}
+    for wheel in wheels:
+        metadata, imports = wheel_metadata(wheel)
+        name = canonicalize_name(metadata["Name"])
+        packages[name] = {
+            "name": name,
+            "version": metadata["Version"],
+            "file_name": wheel.name,
+            "install_dir": "site",
+            "sha256": sha256_of(wheel),
+            "package_type": "package",
+            "imports": imports,
+            "depends": emscripten_dependencies(metadata),
+            "unvendored_tests": False,
+        }
+    known = set(packages)
+    for entry in packages.values():
+        missing = set(entry["depends"]) - known
+        if missing:
+            raise SystemExit(f"{entry['name']} needs {sorted(missing)}, which no pinned wheel gives")
+    lock = {"info": upstream["info"], "packages": dict(sorted(packages.items()))}
+    path = runtime / "pyodide-lock.json"
+    path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")
+    return path
+
+
+def bundle_javascript(dist: Path) -> None:
+    """esbuild resolves bare imports (idb-keyval, duckdb-wasm, apache-arrow) from node_modules."""
+    esbuild = str(NODE_MODULES / ".bin" / "esbuild")
+    common = ["--bundle", "--format=esm", "--target=es2022", "--legal-comments=none"]
+    run([esbuild, "web/worker/worker.mjs", *common, f"--outfile={dist}/runtime/worker.mjs",
+         "--external:./host.mjs"])  # fmt: skip
+    run([esbuild, "web/worker/host.mjs", *common, f"--outfile={dist}/runtime/host.mjs"])
+    shutil.copy(ROOT / "web" / "airi-memory.mjs", dist / "airi-memory.mjs")
+    shutil.copytree(ROOT / "web" / "demo", dist / "demo")
+    (dist / "index.html").write_text(
+        '<!doctype html><meta charset="utf-8"><title>airi-memory</title>'
+        '<meta http-equiv="refresh" content="0; url=demo/"><a href="demo/">demo</a>\n'
+    )
+
+
+def write_build_info(runtime: Path) -> None:
+    def npm_version(package: str) -> str:
+        return json.loads((NODE_MODULES / package / "package.json").read_text())["version"]
+
+    info = {
+        "pyodide": npm_version("pyodide"),
+        "duckdbWasm": npm_version("@duckdb/duckdb-wasm"),
+        "apacheArrow": npm_version("apache-arrow"),
+        "idbKeyval": npm_version("idb-keyval"),
+    }
+    (runtime / "build-info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dist", type=Path, default=ROOT / "dist")
+    dist = parser.parse_args().dist.resolve()
+    if not (NODE_MODULES / "pyodide").exists():
+        raise SystemExit("node_modules/ is missing: run `npm ci` first (make dist does)")
+
+    own_wheel = build_own_wheel(CACHE / "own-wheel")
+    pinned = download_pinned_wheels(CACHE / "pyodide-wheels")
+
+    shutil.rmtree(dist, ignore_errors=True)
+    runtime = dist / "runtime"
+    (runtime / "duckdb").mkdir(parents=True)
+    for name in PYODIDE_CORE_FILES:
+        shutil.copy(NODE_MODULES / "pyodide" / name, runtime / name)
+    for name in DUCKDB_FILES:
+        shutil.copy(NODE_MODULES / "@duckdb" / "duckdb-wasm" / "dist" / name, runtime / "duckdb")
+    wheels = []
+    for wheel in [*pinned, own_wheel]:
+        wheels.append(Path(shutil.copy(wheel, runtime / wheel.name)))
+    lock = write_lock(wheels, runtime)
+    bundle_javascript(dist)
+    write_build_info(runtime)
+    print(f"dist ready: {dist} (lock sha256 {sha256_of(lock)[:16]})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""``MemorySystem``: the one object the JS facade talks to.
+
+``dispatch`` is the whole bridge contract: a facade method name and a list of plain
+arguments in, ``{"ok": True, "value": ...}`` or ``{"ok": False, "error": {...}}`` out.
+Expected errors carry our message; anything else carries its type and message, so a JS
+caller always gets one clear ``Error``.
+"""
+
+import sys
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from . import __version__, diagnostics
+from .errors import AiriMemoryError, InvalidValueError, UnknownMethodError
+from .options import SystemOptions, parse_options
+from .sql import SqlEngine
+from .storage import Storage
+
+
+class MemorySystem:
+    def __init__(self, storage: Storage, sql: SqlEngine, options: SystemOptions) -> None:
+        self.storage = storage
+        self.sql = sql
+        self.options = options
+        self._methods: dict[str, Callable[..., Awaitable[Any]]] = {
+            "info": self.info,
+            "ping": self.ping,
+            "close": self.close,
+            "query": self.query,
+            "storage.getItem": storage.get_item,
+            "storage.getItemRaw": storage.get_item_raw,
+            "storage.getItems": storage.get_items,
+            "storage.setItem": storage.set_item,
+            "storage.setItemRaw": storage.set_item_raw,
+            "storage.setItems": self._set_items,
+            "storage.hasItem": storage.has_item,
+            "storage.removeItem": storage.remove_item,
+            "storage.getKeys": storage.get_keys,
+            "storage.clear": storage.clear,
+            "storage.getMounts": self._mounts,
+            "diagnostics.bulkInsert": self._bulk_insert,
+        }
+
+    @classmethod
+    async def open(cls, storage: Storage, sql: SqlEngine, raw_options: object) -> "MemorySystem":
+        return cls(storage, sql, parse_options(raw_options))
+
+    async def dispatch(self, method: str, args: list[Any]) -> dict[str, Any]:
+        try:
+            handler = self._methods.get(method)
+            if handler is None:
+                raise UnknownMethodError(f"airi-memory has no method {method!r}")
+            if not isinstance(args, list):
+                raise InvalidValueError(f"arguments of {method!r} must be a list")
+            return {"ok": True, "value": await handler(*args)}
+        except AiriMemoryError as error:
+            return _error_reply(error)
+        except Exception as error:  # one clear error for the caller, with the trace kept
+            return _error_reply(error, detail=traceback.format_exc(limit=8))
+
+    async def info(self) -> dict[str, Any]:
+        python = sys.version.split()[0]
+        return {
+            "userId": self.options.user_id,
+            "versions": {"airiMemory": __version__, "python": python, "duckdb": await self.sql.version()},
+            "mounts": self.storage.mount_names(),
+        }
+
+    async def ping(self) -> str:
+        return "pong"
+
+    async def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        return (await self.sql.read_only_query(sql, params or [])).rows()
+
+    async def close(self) -> None:
+        await self.sql.close()
+        await self.storage.dispose()
+
+    async def _set_items(self, items: list[dict[str, Any]]) -> None:
+        if not isinstance(items, list) or not all(isinstance(i, dict) and "key" in i for i in items):
+            raise InvalidValueError("setItems expects a list of {key, value} objects")
+        await self.storage.set_items((item["key"], item.get("value")) for item in items)
+
+    async def _mounts(self) -> list[dict[str, str]]:
+        return [
+            {"base": mount.base, "driver": mount.driver.name} for mount in self.storage.get_mounts()
+        ]
+
+    async def _bulk_insert(self, rows: int) -> dict[str, float | int]:
+        return await diagnostics.bulk_insert(self.sql, rows)
+
+
+def _error_reply(error: BaseException, detail: str | None = None) -> dict[str, Any]:
+    reply: dict[str, Any] = {"name": type(error).__name__, "message": str(error)}
+    if detail:
+        reply["detail"] = detail
+    return {"ok": False, "error": reply}

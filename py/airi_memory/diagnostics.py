@@ -1,0 +1,32 @@
+"""Probes the benchmarks call through the facade; they touch only their own scratch table."""
+
+import time
+
+from .sql import SqlEngine
+
+_SCRATCH = "diagnostics_bulk_insert"
+
+
+async def bulk_insert(sql: SqlEngine, rows: int) -> dict[str, float | int]:
+    """Insert ``rows`` message-sized rows by column; time it from Python's side."""
+    if not isinstance(rows, int) or not 0 < rows <= 2_000_000:
+        raise ValueError(f"rows must be an integer between 1 and 2,000,000, got {rows!r}")
+    await sql.execute(f"DROP TABLE IF EXISTS {_SCRATCH}")
+    await sql.execute(
+        f"CREATE TABLE {_SCRATCH} (id VARCHAR, session_id VARCHAR, role VARCHAR, "
+        "content VARCHAR, created_at BIGINT)"
+    )
+    text = "The quick brown fox remembers what you said about the garden last spring. " * 3
+    columns = {
+        "id": [f"msg-{i:07d}" for i in range(rows)],
+        "session_id": [f"session-{i % 500:03d}" for i in range(rows)],
+        "role": ["user" if i % 2 else "assistant" for i in range(rows)],
+        "content": [text] * rows,
+        "created_at": [1_767_225_600_000 + i for i in range(rows)],
+    }
+    started = time.perf_counter()
+    await sql.insert_columns(_SCRATCH, columns)
+    elapsed = time.perf_counter() - started
+    counted = (await sql.query(f"SELECT count(*) AS n FROM {_SCRATCH}")).scalar()
+    await sql.execute(f"DROP TABLE {_SCRATCH}")
+    return {"rows": int(counted), "insertMs": elapsed * 1000}

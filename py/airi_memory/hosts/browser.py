@@ -1,0 +1,37 @@
+"""Wiring for the browser: IndexedDB mounts and DuckDB-WASM from the worker's JS host.
+
+This and the port implementations it names are the only modules that touch Pyodide's
+FFI; the worker calls ``boot`` once and then ``BrowserApi.dispatch`` for every call.
+"""
+
+from typing import Any
+
+from pyodide.ffi import JsProxy, to_js
+
+from ..api import MemorySystem
+from ..sql.wasm import WasmDuckDb
+from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
+from ..storage.indexeddb import IndexedDbDriver
+
+
+def _to_python(value: Any) -> Any:
+    return value.to_py() if isinstance(value, JsProxy) else value
+
+
+class BrowserApi:
+    def __init__(self, system: MemorySystem) -> None:
+        self._system = system
+
+    async def dispatch(self, method: str, args: Any) -> Any:
+        from js import Object  # noqa: PLC0415 - conversion back to plain JS objects
+
+        reply = await self._system.dispatch(method, _to_python(args) or [])
+        return to_js(reply, dict_converter=Object.fromEntries)
+
+
+async def boot(host: Any, options: Any) -> BrowserApi:
+    storage = Storage(MemoryDriver())
+    storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE))
+    storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE))
+    system = await MemorySystem.open(storage, WasmDuckDb(host.sql), _to_python(options) or {})
+    return BrowserApi(system)

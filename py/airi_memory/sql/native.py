@@ -1,0 +1,44 @@
+"""The SQL port on CPython: the ``duckdb`` package, the same DuckDB 1.4 as DuckDB-WASM."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+
+from .engine import Columns, QueryResult, SqlEngine, check_columns
+
+
+class NativeDuckDb(SqlEngine):
+    def __init__(self, path: str = ":memory:") -> None:
+        self._connection = duckdb.connect(
+            path,
+            config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+        )
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self._connection.execute(sql, list(params))
+
+    async def query(self, sql: str, params: Sequence[Any] = ()) -> QueryResult:
+        cursor = self._connection.execute(sql, list(params))
+        columns = [d[0] for d in cursor.description]
+        rows = cursor.fetchall()
+        data = {name: [row[i] for row in rows] for i, name in enumerate(columns)}
+        return QueryResult(columns, data)
+
+    async def insert_columns(self, table: str, columns: Columns) -> int:
+        count = check_columns(table, columns)
+        if count == 0:
+            return 0
+        names = list(columns)
+        unnests = ", ".join(f"unnest(${i + 1})" for i in range(len(names)))
+        self._connection.execute(
+            f"INSERT INTO {table} ({', '.join(names)}) SELECT {unnests}",
+            [list(columns[name]) for name in names],
+        )
+        return count
+
+    async def version(self) -> str:
+        return duckdb.__version__
+
+    async def close(self) -> None:
+        self._connection.close()

@@ -1,0 +1,52 @@
+"""The driver interface: unstorage's ``Driver`` (src/types.ts), async, in Python.
+
+Drivers see keys already normalised and relative to their mount point; the ``Storage``
+does routing and key rules once, for every driver. Only ``has_item`` and ``get_item``
+are essential; the batch and raw methods fall back to the simple ones.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+
+class Driver(ABC):
+    name: str = "driver"
+
+    @abstractmethod
+    async def has_item(self, key: str) -> bool: ...
+
+    @abstractmethod
+    async def get_item(self, key: str) -> Any:
+        """The stored value, or ``None`` when there is none."""
+
+    @abstractmethod
+    async def set_item(self, key: str, value: Any) -> None: ...
+
+    @abstractmethod
+    async def remove_item(self, key: str) -> None: ...
+
+    @abstractmethod
+    async def get_keys(self, base: str) -> list[str]:
+        """Keys of this driver only (never another mount's), starting with ``base``."""
+
+    @abstractmethod
+    async def clear(self, base: str) -> None:
+        """Remove this driver's keys starting with ``base`` (never another mount's)."""
+
+    async def get_item_raw(self, key: str) -> Any:
+        return await self.get_item(key)
+
+    async def set_item_raw(self, key: str, value: Any) -> None:
+        await self.set_item(key, value)
+
+    async def get_items(self, keys: Sequence[str]) -> list[Any]:
+        return [await self.get_item(key) for key in keys]
+
+    async def set_items(self, items: Iterable[tuple[str, Any]]) -> None:
+        """Write several items; drivers that can do it in one transaction should."""
+        for key, value in items:
+            await self.set_item(key, value)
+
+    async def dispose(self) -> None:
+        """Release resources; the default driver holds none."""

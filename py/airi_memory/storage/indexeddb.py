@@ -1,0 +1,75 @@
+"""The IndexedDB driver (browser): unstorage's ``indexedb`` driver layout, our key scoping.
+
+Records live where unstorage's driver puts them: database ``keyval-store``, object store
+``keyval``, key ``<base>:<key>``, values as unstorage writes them (JSON text from
+``set_item``, structured clones from ``set_item_raw``). The JS side (``web/idb-host.mjs``,
+built on idb-keyval) lists and clears by key range, so one mount never sees or wipes
+another's records.
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pyodide.ffi import JsProxy, to_js
+
+from .driver import Driver
+
+DEFAULT_DB_NAME = "keyval-store"
+DEFAULT_STORE_NAME = "keyval"
+
+
+def _to_python(value: Any) -> Any:
+    return value.to_py() if isinstance(value, JsProxy) else value
+
+
+def _to_javascript(value: Any) -> Any:
+    from js import Object  # noqa: PLC0415 - only the browser driver touches js
+
+    return to_js(value, dict_converter=Object.fromEntries)
+
+
+class IndexedDbDriver(Driver):
+    name = "indexeddb"
+
+    def __init__(
+        self,
+        idb_host: Any,
+        base: str = "",
+        db_name: str = DEFAULT_DB_NAME,
+        store_name: str = DEFAULT_STORE_NAME,
+    ) -> None:
+        self._store = idb_host.open(db_name, store_name)
+        self._prefix = f"{base}:" if base else ""
+
+    def _key(self, key: str) -> str:
+        return self._prefix + key
+
+    async def has_item(self, key: str) -> bool:
+        return bool(await self._store.has(self._key(key)))
+
+    async def get_item(self, key: str) -> Any:
+        return _to_python(await self._store.get(self._key(key)))
+
+    async def set_item(self, key: str, value: Any) -> None:
+        await self._store.set(self._key(key), value)
+
+    async def set_item_raw(self, key: str, value: Any) -> None:
+        await self._store.set(self._key(key), _to_javascript(value))
+
+    async def get_items(self, keys: Sequence[str]) -> list[Any]:
+        found = await self._store.getMany(to_js([self._key(k) for k in keys]))
+        return [_to_python(value) for value in found]
+
+    async def set_items(self, items: Iterable[tuple[str, Any]]) -> None:
+        entries = [[self._key(key), value] for key, value in items]
+        await self._store.setMany(to_js(entries))
+
+    async def remove_item(self, key: str) -> None:
+        await self._store.delete(self._key(key))
+
+    async def get_keys(self, base: str) -> list[str]:
+        keys = await self._store.keys(self._key(base))
+        return [key[len(self._prefix) :] for key in keys]
+
+    async def clear(self, base: str) -> None:
+        await self._store.clear(self._key(base))

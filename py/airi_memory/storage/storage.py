@@ -1,0 +1,170 @@
+"""``Storage``: unstorage's ``createStorage`` (mount table, routing, values) in Python.
+
+Routing and key rules live here once; drivers only store. Deliberate
+differences from unstorage: ``get_keys`` and ``clear`` of a mount touch that mount's keys
+only, because our drivers honour their base (unstorage's IndexedDB driver does not), and
+``clear("local:chat")`` clears the keys under that prefix (unstorage clears nothing when
+the base lies inside a mount).
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidKeyError, UnknownMountError
+from .driver import Driver
+from .keys import base_key, item_key, key_in_base, normalize_key
+from .memory import MemoryDriver
+from .values import destr, stringify
+
+
+@dataclass(frozen=True)
+class Mount:
+    base: str
+    driver: Driver
+
+
+@dataclass(frozen=True)
+class _Route:
+    base: str
+    relative_key: str
+    driver: Driver
+
+
+class Storage:
+    def __init__(self, driver: Driver | None = None) -> None:
+        self._mounts: dict[str, Driver] = {"": driver or MemoryDriver()}
+        self._mountpoints: list[str] = [""]
+
+    # --- mounts -------------------------------------------------------------------
+    def mount(self, base: str, driver: Driver) -> "Storage":
+        base = base_key(base)
+        if base and base in self._mounts:
+            raise InvalidKeyError(f"a driver is already mounted at {base!r}")
+        if base:
+            self._mountpoints.append(base)
+            self._mountpoints.sort(key=len, reverse=True)
+        self._mounts[base] = driver
+        return self
+
+    async def unmount(self, base: str, dispose: bool = True) -> None:
+        base = base_key(base)
+        if not base or base not in self._mounts:
+            raise UnknownMountError(f"no mount named {base.rstrip(':')!r} to unmount")
+        driver = self._mounts.pop(base)
+        self._mountpoints.remove(base)
+        if dispose:
+            await driver.dispose()
+
+    def get_mount(self, key: str = "") -> Mount:
+        route = self._route(normalize_key(key) + ":")
+        return Mount(route.base, route.driver)
+
+    def get_mounts(self, base: str = "", parents: bool = False) -> list[Mount]:
+        return [Mount(m, d) for m, d, _ in self._mounts_under(normalize_key(base), parents)]
+
+    def mount_driver(self, name: str) -> Driver:
+        """The driver mounted exactly at ``name``; an error naming it when there is none."""
+        base = base_key(name)
+        if base not in self._mounts:
+            raise UnknownMountError(f"no mount named {name!r}; mounts: {self.mount_names()}")
+        return self._mounts[base]
+
+    def mount_names(self) -> list[str]:
+        return sorted(m.rstrip(":") for m in self._mountpoints)
+
+    def _route(self, key: str) -> _Route:
+        for base in self._mountpoints:
+            if key.startswith(base):
+                return _Route(base, key[len(base) :], self._mounts[base])
+        return _Route("", key, self._mounts[""])
+
+    def _mounts_under(self, base: str, parents: bool) -> list[tuple[str, Driver, str]]:
+        """Mount points inside ``base`` (and, with ``parents``, the one holding it)."""
+        found = []
+        for mountpoint in self._mountpoints:
+            if mountpoint.startswith(base) or (parents and base.startswith(mountpoint)):
+                relative = base[len(mountpoint) :] if len(base) > len(mountpoint) else ""
+                found.append((mountpoint, self._mounts[mountpoint], relative))
+        return found
+
+    # --- items --------------------------------------------------------------------
+    async def has_item(self, key: str) -> bool:
+        route = self._route(item_key(key))
+        return await route.driver.has_item(route.relative_key)
+
+    async def get_item(self, key: str) -> Any:
+        route = self._route(item_key(key))
+        return destr(await route.driver.get_item(route.relative_key))
+
+    async def get_item_raw(self, key: str) -> Any:
+        route = self._route(item_key(key))
+        return await route.driver.get_item_raw(route.relative_key)
+
+    async def set_item(self, key: str, value: Any) -> None:
+        normalized = item_key(key)
+        text = stringify(value, normalized)
+        route = self._route(normalized)
+        await route.driver.set_item(route.relative_key, text)
+
+    async def set_item_raw(self, key: str, value: Any) -> None:
+        route = self._route(item_key(key))
+        await route.driver.set_item_raw(route.relative_key, value)
+
+    async def remove_item(self, key: str) -> None:
+        route = self._route(item_key(key))
+        await route.driver.remove_item(route.relative_key)
+
+    async def get_items(self, keys: Sequence[str]) -> list[dict[str, Any]]:
+        """Values of several keys, in the order asked, one driver call per mount."""
+        routes = [self._route(item_key(key)) for key in keys]
+        values: dict[int, Any] = {}
+        for driver, indexes in _group_by_driver(routes).items():
+            found = await driver.get_items([routes[i].relative_key for i in indexes])
+            values.update(zip(indexes, found, strict=True))
+        return [
+            {"key": route.base + route.relative_key, "value": destr(values[i])}
+            for i, route in enumerate(routes)
+        ]
+
+    async def set_items(self, items: Iterable[tuple[str, Any]]) -> None:
+        """Validate every key and value first, then write each mount's share in one batch."""
+        prepared = []
+        for key, value in items:
+            normalized = item_key(key)
+            prepared.append((self._route(normalized), stringify(value, normalized)))
+        for driver, indexes in _group_by_driver([r for r, _ in prepared]).items():
+            await driver.set_items((prepared[i][0].relative_key, prepared[i][1]) for i in indexes)
+
+    # --- keys ---------------------------------------------------------------------
+    async def get_keys(self, base: str = "", max_depth: int | None = None) -> list[str]:
+        base = base_key(base)
+        masked: list[str] = []
+        keys: list[str] = []
+        for mountpoint, driver, relative in self._mounts_under(base, parents=True):
+            for raw_key in await driver.get_keys(relative):
+                full_key = mountpoint + normalize_key(raw_key)
+                if not any(full_key.startswith(prefix) for prefix in masked):
+                    keys.append(full_key)
+            masked = [mountpoint, *(p for p in masked if not p.startswith(mountpoint))]
+        return [
+            key
+            for key in keys
+            if key_in_base(key, base) and (max_depth is None or key.count(":") <= max_depth)
+        ]
+
+    async def clear(self, base: str = "") -> None:
+        base = base_key(base)
+        for _, driver, relative in self._mounts_under(base, parents=True):
+            await driver.clear(relative)
+
+    async def dispose(self) -> None:
+        for driver in self._mounts.values():
+            await driver.dispose()
+
+
+def _group_by_driver(routes: Sequence[_Route]) -> dict[Driver, list[int]]:
+    groups: dict[Driver, list[int]] = {}
+    for index, route in enumerate(routes):
+        groups.setdefault(route.driver, []).append(index)
+    return groups

@@ -1,0 +1,92 @@
+"""How unstorage turns values into stored text and back (``stringify`` and ``destr``).
+
+``set_item`` stores what unstorage's ``stringify`` would: primitives as ``String(v)``,
+objects and arrays as JSON. ``get_item`` parses like ``destr`` 2.0.5, the parser
+unstorage uses, so that ``"5"`` reads back as ``5`` on both sides: the same surprise
+unstorage users already live with, but the two libraries never disagree.
+"""
+
+import json
+import math
+import re
+from typing import Any
+
+from ..errors import InvalidValueError
+
+_JSON_SIGNATURE = re.compile(r'^\s*["\[{]|^\s*-?\d{1,16}(\.\d{1,17})?([Ee][+-]?\d+)?\s*$')
+_SPECIAL_WORDS: dict[str, Any] = {
+    "true": True,
+    "false": False,
+    "undefined": None,
+    "null": None,
+    "nan": math.nan,
+    "infinity": math.inf,
+    "-infinity": -math.inf,
+}
+
+
+def _js_number(value: int | float) -> str:
+    """``String(n)`` for a JS number: ``1.0`` is ``"1"``, ``inf`` is ``"Infinity"``."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "Infinity" if value > 0 else "-Infinity"
+        if value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+        return repr(value)
+    return str(value)
+
+
+def stringify(value: Any, key: str) -> str:
+    """unstorage's ``stringify``; raises naming ``key`` when the value has no JSON form."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return _js_number(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list | tuple):
+        try:
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as error:
+            raise InvalidValueError(
+                f"value for key {key!r} is not JSON-serialisable: {error}"
+            ) from None
+    raise InvalidValueError(
+        f"value for key {key!r} is not JSON-serialisable: {type(value).__name__}"
+    )
+
+
+def destr(value: Any) -> Any:
+    """destr 2.0.5 (non-strict): parse stored text the way unstorage's ``getItem`` does."""
+    if not isinstance(value, str):
+        return value
+    if value and value[0] == '"' and value[-1] == '"' and "\\" not in value:
+        return value[1:-1]
+    trimmed = value.strip()
+    if len(trimmed) <= 9 and trimmed.lower() in _SPECIAL_WORDS:
+        return _SPECIAL_WORDS[trimmed.lower()]
+    if not _JSON_SIGNATURE.search(value):
+        return value
+    try:
+        parsed = json.loads(value, parse_constant=_reject_constant)
+    except ValueError:
+        return value
+    return _drop_prototype_keys(parsed)
+
+
+def _reject_constant(name: str) -> None:
+    """JSON.parse has no NaN / Infinity literals; Python's json does. Stay with JSON.parse."""
+    raise ValueError(name)
+
+
+def _drop_prototype_keys(value: Any) -> Any:
+    """destr drops ``__proto__`` keys (prototype pollution); so do we, to read the same."""
+    if isinstance(value, dict):
+        return {k: _drop_prototype_keys(v) for k, v in value.items() if k != "__proto__"}
+    if isinstance(value, list):
+        return [_drop_prototype_keys(v) for v in value]
+    return value

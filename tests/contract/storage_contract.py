@@ -1,0 +1,150 @@
+"""The storage contract: unstorage semantics every Storage/driver combination must keep.
+
+Each case gets a ``Storage`` whose root is a memory driver, with ``local`` and ``outbox``
+mounted on the driver under test. Self-contained: it runs inside Pyodide too.
+"""
+
+from airi_memory.errors import InvalidKeyError, InvalidValueError, UnknownMountError
+
+
+async def case_json_values_round_trip(storage):
+    values = {
+        "local:chat/sessions/abc": {"sessionId": "abc", "tags": ["a", "b"], "pinned": False},
+        "local:list": [1, 2.5, "three", None, True],
+        "local:number": 42,
+        "local:text": "hello world",
+        "local:unicode": {"text": "こんにちは 👋", "emoji": "🦊"},
+        "outbox:op-1": {"type": "create", "retries": 0},
+        "scratch": {"in": "memory root"},
+    }
+    for key, value in values.items():
+        await storage.set_item(key, value)
+    for key, value in values.items():
+        assert await storage.get_item(key) == value, key
+        assert await storage.has_item(key), key
+
+
+async def case_stored_text_is_what_unstorage_writes(storage):
+    await storage.set_item("local:obj", {"a": 1, "b": [True, None]})
+    await storage.set_item("local:n", 5)
+    await storage.set_item("local:s", "plain")
+    assert _text(await storage.get_item_raw("local:obj")) == '{"a":1,"b":[true,null]}'
+    assert _text(await storage.get_item_raw("local:n")) == "5"
+    assert _text(await storage.get_item_raw("local:s")) == "plain"
+    # destr: numeric-looking text reads back as a number, as in unstorage ...
+    await storage.set_item("local:numeric-text", "7")
+    assert await storage.get_item("local:numeric-text") == 7
+    # ... unless JSON.parse refuses it.
+    await storage.set_item("local:zip-code", "007")
+    assert await storage.get_item("local:zip-code") == "007"
+
+
+def _text(raw):
+    """Raw reads give text (memory, IndexedDB) or bytes (files, like unstorage's fs driver)."""
+    return raw.decode() if isinstance(raw, bytes) else raw
+
+
+async def case_keys_are_normalised_like_unstorage(storage):
+    await storage.set_item("local/chat\\sessions//x", 1)
+    assert await storage.get_keys("local:chat") == ["local:chat:sessions:x"]
+    assert await storage.get_item("local:chat:sessions:x") == 1
+    assert await storage.get_item(":local:chat:sessions:x:") == 1
+    assert await storage.get_item("local:chat:sessions:x?version=2") == 1
+
+
+async def case_missing_items(storage):
+    assert await storage.get_item("local:nothing") is None
+    assert await storage.has_item("local:nothing") is False
+    await storage.remove_item("local:nothing")  # removing nothing is fine
+    await storage.set_item("local:gone", 1)
+    await storage.remove_item("local:gone")
+    assert await storage.has_item("local:gone") is False
+
+
+async def case_keys_and_clear_stay_inside_their_mount(storage):
+    await storage.set_item("local:a", 1)
+    await storage.set_item("local:b:c", 2)
+    await storage.set_item("outbox:op", 3)
+    await storage.set_item("root-key", 4)
+    assert sorted(await storage.get_keys("local")) == ["local:a", "local:b:c"]
+    assert await storage.get_keys("outbox") == ["outbox:op"]
+    assert sorted(await storage.get_keys()) == ["local:a", "local:b:c", "outbox:op", "root-key"]
+    assert await storage.get_keys("", max_depth=0) == ["root-key"]
+    await storage.clear("outbox")
+    assert await storage.get_keys("outbox") == []
+    assert sorted(await storage.get_keys("local")) == ["local:a", "local:b:c"]
+    await storage.clear("local:b")
+    assert await storage.get_keys("local") == ["local:a"]
+    assert await storage.get_item("root-key") == 4
+
+
+async def case_mount_routing(storage):
+    assert storage.get_mount("local:chat:x").base == "local:"
+    assert storage.get_mount("outbox").base == "outbox:"
+    assert storage.get_mount("elsewhere:x").base == ""
+    assert [m.base for m in storage.get_mounts("local")] == ["local:"]
+    assert sorted(m.base for m in storage.get_mounts()) == ["", "local:", "outbox:"]
+    assert storage.mount_names() == ["", "local", "outbox"]
+
+
+async def case_batch_get_and_set(storage):
+    await storage.set_items([("local:x", {"v": 1}), ("outbox:y", [2]), ("z", "three")])
+    found = await storage.get_items(["z", "local:x", "outbox:y", "local:missing"])
+    assert found == [
+        {"key": "z", "value": "three"},
+        {"key": "local:x", "value": {"v": 1}},
+        {"key": "outbox:y", "value": [2]},
+        {"key": "local:missing", "value": None},
+    ]
+
+
+async def case_bad_keys_are_refused_and_nothing_is_written(storage):
+    before = sorted(await storage.get_keys())
+    for bad in ["", ":", "//", "local:../x", "local:a\x00b", "local:meta$", 42, None]:
+        try:
+            await storage.set_item(bad, 1)
+        except InvalidKeyError as error:
+            assert "storage key" in str(error), str(error)
+        else:
+            raise AssertionError(f"key {bad!r} was accepted")
+    assert sorted(await storage.get_keys()) == before
+
+
+async def case_bad_values_are_refused_and_batch_writes_nothing(storage):
+    try:
+        await storage.set_item("local:bad", {"when": object()})
+    except InvalidValueError as error:
+        assert "local:bad" in str(error)
+    else:
+        raise AssertionError("a non-JSON value was accepted")
+    try:
+        await storage.set_items([("local:ok-1", 1), ("local:bad-2", {1, 2}), ("local:ok-3", 3)])
+    except InvalidValueError as error:
+        assert "local:bad-2" in str(error)
+    else:
+        raise AssertionError("a batch with a non-JSON value was accepted")
+    assert await storage.get_keys("local") == []
+
+
+async def case_unknown_mounts_are_named(storage):
+    try:
+        await storage.unmount("nowhere")
+    except UnknownMountError as error:
+        assert "nowhere" in str(error)
+    else:
+        raise AssertionError("unmounting an unknown mount succeeded")
+    try:
+        storage.mount_driver("nowhere")
+    except UnknownMountError as error:
+        assert "nowhere" in str(error) and "local" in str(error)
+    else:
+        raise AssertionError("an unknown mount was found")
+
+
+async def case_raw_values(storage):
+    await storage.set_item_raw("local:blob", b"\x00\x01binary\xff")
+    raw = await storage.get_item_raw("local:blob")
+    assert bytes(raw) == b"\x00\x01binary\xff"
+
+
+CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -1,0 +1,100 @@
+// DuckDB-WASM behind the small surface the Python SQL port needs: bound parameters,
+// results by column (typed arrays where the column allows), inserts as Arrow tables.
+import * as duckdb from "@duckdb/duckdb-wasm";
+import { Bool, Float64, Table, Utf8, makeVector, vectorFromArray } from "apache-arrow";
+
+const NUMERIC_TYPE_IDS = new Set([2, 3]); // Arrow Type.Int, Type.Float
+
+export async function openDuckDb(runtimeUrl) {
+  const file = (name) => new URL(`duckdb/${name}`, runtimeUrl).href;
+  const bundle = await duckdb.selectBundle({
+    mvp: { mainModule: file("duckdb-mvp.wasm"), mainWorker: file("duckdb-browser-mvp.worker.js") },
+    eh: { mainModule: file("duckdb-eh.wasm"), mainWorker: file("duckdb-browser-eh.worker.js") },
+  });
+  const db = new duckdb.AsyncDuckDB(new duckdb.VoidLogger(), new Worker(bundle.mainWorker));
+  await db.instantiate(bundle.mainModule);
+  const connection = await db.connect();
+  // Extensions would be fetched from the network; the core has what we use.
+  await connection.query("SET autoinstall_known_extensions=false");
+  await connection.query("SET autoload_known_extensions=false");
+  const version = await db.getVersion();
+  let temporaryCount = 0;
+
+  async function run(sql, params) {
+    const values = params ? Array.from(params, bindable) : [];
+    if (values.length === 0) return connection.query(sql);
+    const statement = await connection.prepare(sql);
+    try {
+      return await statement.query(...values);
+    } finally {
+      await statement.close();
+    }
+  }
+
+  return {
+    version: () => version,
+    async execute(sql, params) {
+      await run(sql, params);
+    },
+    async query(sql, params) {
+      return toColumns(await run(sql, params));
+    },
+    async insertColumns(table, names, columns) {
+      const vectors = {};
+      names.forEach((name, i) => {
+        vectors[name] = toVector(columns[i]);
+      });
+      const staging = `__airi_staging_${++temporaryCount}`;
+      await connection.insertArrowTable(new Table(vectors), { name: staging, create: true });
+      try {
+        const list = names.join(", ");
+        await connection.query(`INSERT INTO ${table} (${list}) SELECT ${list} FROM ${staging}`);
+      } finally {
+        await connection.query(`DROP TABLE IF EXISTS ${staging}`);
+      }
+      return columns.length ? columns[0].length : 0;
+    },
+    async close() {
+      await connection.close();
+      await db.terminate();
+    },
+  };
+}
+
+function bindable(value) {
+  if (value === undefined) return null;
+  if (typeof value === "bigint") {
+    return value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= BigInt(Number.MIN_SAFE_INTEGER)
+      ? Number(value)
+      : value.toString();
+  }
+  return value;
+}
+
+function toColumns(table) {
+  const fields = table.schema.fields;
+  return {
+    columns: fields.map((field) => field.name),
+    data: fields.map((field, i) => {
+      const vector = table.getChildAt(i);
+      if (vector.nullCount === 0 && NUMERIC_TYPE_IDS.has(field.type.typeId)) return vector.toArray();
+      return Array.from(vector, plain);
+    }),
+  };
+}
+
+function plain(value) {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "object" && typeof value.toArray === "function") {
+    return Array.from(value.toArray(), plain); // a LIST cell
+  }
+  if (typeof value === "object" && typeof value.toJSON === "function") return value.toJSON();
+  return value;
+}
+
+function toVector(values) {
+  if (ArrayBuffer.isView(values)) return makeVector(values);
+  const sample = values.find((v) => v !== null && v !== undefined);
+  const type = typeof sample === "number" ? new Float64() : typeof sample === "boolean" ? new Bool() : new Utf8();
+  return vectorFromArray(values, type);
+}

@@ -1,0 +1,29 @@
+// IndexedDB records laid out as unstorage's indexedb driver lays them out (idb-keyval's
+// database "keyval-store", store "keyval", key "<base>:<key>"), with one difference:
+// listing and clearing work on a key range, so a mount never sees or wipes another's keys.
+import { createStore, del, get, getMany, promisifyRequest, set, setMany } from "idb-keyval";
+
+const prefixRange = (prefix) => IDBKeyRange.bound(prefix, `${prefix}\uffff`);
+
+export function openStore(dbName, storeName) {
+  const store = createStore(dbName, storeName);
+  return {
+    async has(key) {
+      return (await get(key, store)) !== undefined;
+    },
+    get: (key) => get(key, store),
+    getMany: (keys) => getMany(keys, store),
+    set: (key, value) => set(key, value, store),
+    // One transaction: every entry is written, or none is.
+    setMany: (entries) => setMany(entries, store),
+    delete: (key) => del(key, store),
+    keys: (prefix) =>
+      store("readonly", (s) => promisifyRequest(s.getAllKeys(prefix ? prefixRange(prefix) : undefined))),
+    clear: (prefix) =>
+      store("readwrite", (s) => {
+        if (prefix) s.delete(prefixRange(prefix));
+        else s.clear();
+        return promisifyRequest(s.transaction);
+      }),
+  };
+}

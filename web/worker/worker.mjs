@@ -1,0 +1,71 @@
+// The worker that hosts Pyodide, so the page never freezes. It boots Python with our
+// wheel, creates the browser host (IndexedDB + DuckDB-WASM) in parallel, then forwards
+// each facade call to the Python core and posts back plain JS values.
+import { createBrowserHost } from "./host.mjs";
+
+const runtimeUrl = new URL("./", import.meta.url).href;
+let api = null;
+let pyodide = null;
+
+async function boot(options) {
+  const started = performance.now();
+  const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
+  const [loaded, host, buildInfo] = await Promise.all([
+    loadPyodide({
+      indexURL: runtimeUrl,
+      lockFileURL: `${runtimeUrl}pyodide-lock.json`,
+      fullStdLib: false,
+    }).then(async (py) => {
+      await py.loadPackage(["airi-memory"], { messageCallback: () => {} });
+      return py;
+    }),
+    createBrowserHost({ runtimeUrl }),
+    fetch(`${runtimeUrl}build-info.json`).then((response) => response.json()),
+  ]);
+  pyodide = loaded;
+  const browser = pyodide.pyimport("airi_memory.hosts.browser");
+  api = await browser.boot(host, pyodide.toPy(options));
+  const info = toPlain(await api.dispatch("info", pyodide.toPy([])));
+  return { ...info.value, buildInfo, bootMs: performance.now() - started };
+}
+
+function toPlain(result) {
+  if (result && typeof result.toJs === "function") {
+    const converted = result.toJs({ dict_converter: Object.fromEntries, create_pyproxies: false });
+    result.destroy();
+    return converted;
+  }
+  return result;
+}
+
+async function call(method, args) {
+  if (!api) throw new Error("airi-memory is not ready: boot failed or the system was closed");
+  const pyArgs = pyodide.toPy(args);
+  try {
+    return toPlain(await api.dispatch(method, pyArgs));
+  } finally {
+    pyArgs.destroy?.();
+  }
+}
+
+self.onmessage = async ({ data }) => {
+  const { id, kind, method, args, options } = data;
+  try {
+    if (kind === "boot") {
+      self.postMessage({ id, ok: true, value: await boot(options) });
+    } else if (kind === "close") {
+      if (api) await call("close", []);
+      api = null;
+      self.postMessage({ id, ok: true, value: null });
+    } else {
+      // The Python side answers {ok, value} or {ok: false, error: {name, message}}.
+      self.postMessage({ id, ...(await call(method, args)) });
+    }
+  } catch (error) {
+    self.postMessage({
+      id,
+      ok: false,
+      error: { name: error?.type ?? error?.name ?? "Error", message: String(error?.message ?? error) },
+    });
+  }
+};
