@@ -151,7 +151,9 @@ def write_lock(wheels: list[Path], runtime: Path) -> Path:
     for entry in packages.values():
         missing = set(entry["depends"]) - known
         if missing:
-            raise SystemExit(f"{entry['name']} needs {sorted(missing)}, which no pinned wheel gives")
+            raise SystemExit(
+                f"{entry['name']} needs {sorted(missing)}, which no pinned wheel gives"
+            )
     lock = {"info": upstream["info"], "packages": dict(sorted(packages.items()))}
     path = runtime / "pyodide-lock.json"
     path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")

@@ -9,6 +9,7 @@ import functools
 import http.server
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 MIME_TYPES = {
     ".mjs": "text/javascript",
@@ -23,13 +24,16 @@ MIME_TYPES = {
 
 
 class StaticHandler(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME_TYPES}
+    extensions_map: ClassVar[dict[str, str]] = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        **MIME_TYPES,
+    }
 
     def end_headers(self) -> None:
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: object) -> None:
         """Quiet: the tests record requests in the browser instead."""
 
 

@@ -63,7 +63,11 @@ class MemorySystem:
         python = sys.version.split()[0]
         return {
             "userId": self.options.user_id,
-            "versions": {"airiMemory": __version__, "python": python, "duckdb": await self.sql.version()},
+            "versions": {
+                "airiMemory": __version__,
+                "python": python,
+                "duckdb": await self.sql.version(),
+            },
             "mounts": self.storage.mount_names(),
         }
 
@@ -78,7 +82,9 @@ class MemorySystem:
         await self.storage.dispose()
 
     async def _set_items(self, items: list[dict[str, Any]]) -> None:
-        if not isinstance(items, list) or not all(isinstance(i, dict) and "key" in i for i in items):
+        if not isinstance(items, list) or not all(
+            isinstance(i, dict) and "key" in i for i in items
+        ):
             raise InvalidValueError("setItems expects a list of {key, value} objects")
         await self.storage.set_items((item["key"], item.get("value")) for item in items)
 

@@ -26,3 +26,7 @@ class ReadOnlyQueryError(AiriMemoryError, ValueError):
 
 class UnknownMethodError(AiriMemoryError, AttributeError):
     """The facade asked for a method the Python core does not expose."""
+
+
+class SqlError(AiriMemoryError):
+    """DuckDB refused a statement; the message is DuckDB's own."""

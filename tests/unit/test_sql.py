@@ -1,9 +1,9 @@
 """The SQL contract on CPython, over the duckdb package."""
 
 import pytest
-from contract.sql_contract import CASES
 
 from airi_memory.sql.native import NativeDuckDb
+from contract.sql_contract import CASES
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.__name__)

@@ -1,12 +1,12 @@
 """The storage contract on CPython, over the memory and filesystem drivers."""
 
 import pytest
-from contract.storage_contract import CASES
 
 from airi_memory.storage import MemoryDriver, Storage
 from airi_memory.storage.fs import FsDriver
 from airi_memory.storage.keys import normalize_key
 from airi_memory.storage.values import destr, stringify
+from contract.storage_contract import CASES
 
 
 def make_storage(kind: str, tmp_path) -> Storage:

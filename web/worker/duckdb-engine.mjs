@@ -83,8 +83,9 @@ function toColumns(table) {
   };
 }
 
+// SQL NULL becomes undefined, which Pyodide turns into None (null would be jsnull).
 function plain(value) {
-  if (value === null || value === undefined) return null;
+  if (value === null || value === undefined) return undefined;
   if (typeof value === "object" && typeof value.toArray === "function") {
     return Array.from(value.toArray(), plain); // a LIST cell
   }
@@ -94,7 +95,9 @@ function plain(value) {
 
 function toVector(values) {
   if (ArrayBuffer.isView(values)) return makeVector(values);
-  const sample = values.find((v) => v !== null && v !== undefined);
+  // Python's None arrives as undefined; Arrow's builders only take null as missing.
+  const cells = Array.from(values, (v) => (v === undefined ? null : v));
+  const sample = cells.find((v) => v !== null);
   const type = typeof sample === "number" ? new Float64() : typeof sample === "boolean" ? new Bool() : new Utf8();
-  return vectorFromArray(values, type);
+  return vectorFromArray(cells, type);
 }

@@ -11,8 +11,9 @@ export function openStore(dbName, storeName) {
     async has(key) {
       return (await get(key, store)) !== undefined;
     },
-    get: (key) => get(key, store),
-    getMany: (keys) => getMany(keys, store),
+    // Missing records are undefined, which Python sees as None (null would be jsnull).
+    get: async (key) => (await get(key, store)) ?? undefined,
+    getMany: async (keys) => (await getMany(keys, store)).map((value) => value ?? undefined),
     set: (key, value) => set(key, value, store),
     // One transaction: every entry is written, or none is.
     setMany: (entries) => setMany(entries, store),

@@ -23,7 +23,7 @@ class BrowserApi:
         self._system = system
 
     async def dispatch(self, method: str, args: Any) -> Any:
-        from js import Object  # noqa: PLC0415 - conversion back to plain JS objects
+        from js import Object
 
         reply = await self._system.dispatch(method, _to_python(args) or [])
         return to_js(reply, dict_converter=Object.fromEntries)

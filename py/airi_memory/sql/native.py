@@ -5,6 +5,7 @@ from typing import Any
 
 import duckdb
 
+from ..errors import SqlError
 from .engine import Columns, QueryResult, SqlEngine, check_columns
 
 
@@ -15,11 +16,17 @@ class NativeDuckDb(SqlEngine):
             config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
         )
 
+    def _run(self, sql: str, params: Sequence[Any]) -> duckdb.DuckDBPyConnection:
+        try:
+            return self._connection.execute(sql, list(params))
+        except duckdb.Error as error:
+            raise SqlError(str(error)) from None
+
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self._connection.execute(sql, list(params))
+        self._run(sql, params)
 
     async def query(self, sql: str, params: Sequence[Any] = ()) -> QueryResult:
-        cursor = self._connection.execute(sql, list(params))
+        cursor = self._run(sql, params)
         columns = [d[0] for d in cursor.description]
         rows = cursor.fetchall()
         data = {name: [row[i] for row in rows] for i, name in enumerate(columns)}
@@ -31,7 +38,7 @@ class NativeDuckDb(SqlEngine):
             return 0
         names = list(columns)
         unnests = ", ".join(f"unnest(${i + 1})" for i in range(len(names)))
-        self._connection.execute(
+        self._run(
             f"INSERT INTO {table} ({', '.join(names)}) SELECT {unnests}",
             [list(columns[name]) for name in names],
         )

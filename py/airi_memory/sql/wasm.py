@@ -8,8 +8,9 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from pyodide.ffi import JsProxy, to_js
+from pyodide.ffi import JsException, JsProxy, to_js
 
+from ..errors import SqlError
 from .engine import Columns, QueryResult, SqlEngine, check_columns
 
 _EXACT_DOUBLE = 2**53
@@ -37,15 +38,22 @@ class WasmDuckDb(SqlEngine):
     def __init__(self, sql_host: Any) -> None:
         self._host = sql_host
 
+    async def _call(self, method: str, *args: Any) -> Any:
+        try:
+            return await getattr(self._host, method)(*args)
+        except JsException as error:
+            raise SqlError(
+                str(error.message) if hasattr(error, "message") else str(error)
+            ) from None
+
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        await self._host.execute(sql, to_js(list(params)))
+        await self._call("execute", sql, to_js(list(params)))
 
     async def query(self, sql: str, params: Sequence[Any] = ()) -> QueryResult:
-        result = await self._host.query(sql, to_js(list(params)))
+        result = await self._call("query", sql, to_js(list(params)))
         names = [str(name) for name in result.columns]
         data = {
-            name: _column_to_python(column)
-            for name, column in zip(names, result.data, strict=True)
+            name: _column_to_python(column) for name, column in zip(names, result.data, strict=True)
         }
         return QueryResult(names, data)
 
@@ -55,7 +63,7 @@ class WasmDuckDb(SqlEngine):
             return 0
         names = list(columns)
         js_columns = to_js([_column_to_js(columns[name]) for name in names])
-        await self._host.insertColumns(table, to_js(names), js_columns)
+        await self._call("insertColumns", table, to_js(names), js_columns)
         return count
 
     async def version(self) -> str:

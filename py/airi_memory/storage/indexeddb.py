@@ -23,7 +23,7 @@ def _to_python(value: Any) -> Any:
 
 
 def _to_javascript(value: Any) -> Any:
-    from js import Object  # noqa: PLC0415 - only the browser driver touches js
+    from js import Object
 
     return to_js(value, dict_converter=Object.fromEntries)
 

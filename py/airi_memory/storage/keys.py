@@ -67,7 +67,9 @@ def base_key(base: object) -> str:
         raise InvalidKeyError(f"storage base must be a string, got {type(base).__name__}: {base!r}")
     normalized = normalize_base(base)
     if has_dot_segment(normalized):
-        raise InvalidKeyError(f"invalid storage base {base!r}: '.' and '..' segments are not allowed")
+        raise InvalidKeyError(
+            f"invalid storage base {base!r}: '.' and '..' segments are not allowed"
+        )
     if _CONTROL_CHARACTERS.search(normalized):
         raise InvalidKeyError(f"invalid storage base {base!r}: control characters are not allowed")
     return normalized

@@ -1,0 +1,105 @@
+"""End-to-end fixtures: dist/ served on 127.0.0.1, Debian Chromium driven by Playwright.
+
+Every page records each request it makes; a test fails if any of them left 127.0.0.1.
+Fixture files (the real unstorage bundle, a blank page) are served under /__e2e__/.
+"""
+
+import importlib.util
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from browser_flags import CHROMIUM, CHROMIUM_FLAGS
+
+ROOT = Path(__file__).resolve().parents[2]
+# build/ is a folder of scripts, not a package (pypa's `build` owns that import name).
+_spec = importlib.util.spec_from_file_location("airi_serve", ROOT / "build" / "serve.py")
+serve = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(serve)
+DIST = ROOT / "dist"
+FIXTURES = Path(__file__).parent / "fixtures"
+SERVED = ROOT / "build" / "out" / "e2e-root"
+
+
+@pytest.fixture(scope="session")
+def served_root() -> Path:
+    """dist/ plus the e2e fixtures, assembled in build/out (dist itself stays as built)."""
+    if not (DIST / "airi-memory.mjs").exists():
+        pytest.fail("dist/ is not built: run `make dist` (make test does)")
+    shutil.rmtree(SERVED, ignore_errors=True)
+    shutil.copytree(DIST, SERVED, symlinks=True)
+    fixtures = SERVED / "__e2e__"
+    fixtures.mkdir()
+    shutil.copy(FIXTURES / "page.html", fixtures / "page.html")
+    subprocess.run(
+        [str(ROOT / "node_modules/.bin/esbuild"), str(FIXTURES / "unstorage-entry.mjs"),
+         "--bundle", "--format=esm", f"--outfile={fixtures / 'unstorage.mjs'}", "--log-level=warning"],
+        check=True, cwd=ROOT,
+    )  # fmt: skip
+    return SERVED
+
+
+@pytest.fixture(scope="session")
+def base_url(served_root):
+    server = serve.start_in_thread(served_root)
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+class RecordedPage:
+    """A page plus every URL it (or its workers) asked for."""
+
+    def __init__(self, page, base_url: str, requests: list[str]) -> None:
+        self.page = page
+        self.base_url = base_url
+        self.requests = requests
+
+    def open_harness(self) -> None:
+        self.page.goto(f"{self.base_url}/__e2e__/page.html")
+
+    def evaluate(self, script: str, arg=None):
+        return self.page.evaluate(script, arg)
+
+    def boot(self, user_id: str = "e2e") -> dict:
+        """Create the memory system in the page as ``window.memory``; return its summary."""
+        return self.evaluate(
+            """async (userId) => {
+                const { createMemorySystem } = await import('/airi-memory.mjs');
+                window.memory = await createMemorySystem({ userId });
+                const m = window.memory;
+                return { ready: m.ready, bootMs: m.bootMs, userId: m.userId,
+                         versions: m.versions, mounts: m.mounts };
+            }""",
+            user_id,
+        )
+
+
+@pytest.fixture
+def web(browser, base_url):
+    context = browser.new_context()
+    requests: list[str] = []
+    context.on("request", lambda request: requests.append(request.url))
+    # Outside requests are recorded above and stopped here, before they leave the machine.
+    context.route(lambda url: not _is_local(url), lambda route: route.abort())
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    recorded = RecordedPage(page, base_url, requests)
+    yield recorded
+    context.close()
+    outside = [url for url in requests if not _is_local(url)]
+    assert not outside, f"the page requested addresses outside 127.0.0.1: {outside}"
+
+
+def _is_local(url: str) -> bool:
+    return url.startswith(("http://127.0.0.1:", "blob:", "data:"))

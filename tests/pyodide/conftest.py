@@ -1,0 +1,44 @@
+"""pytest-pyodide in Debian's Chromium, offline.
+
+Its selenium runner starts Chrome with no driver path, which sends Selenium Manager to
+the network; we give it Debian's chromium and chromedriver instead.
+"""
+
+import os
+
+import pytest
+from pytest_pyodide.runner import SeleniumChromeRunner
+
+from browser_flags import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS
+
+os.environ.setdefault("SE_OFFLINE", "true")
+os.environ.setdefault("SE_AVOID_STATS", "true")
+
+
+def _debian_chromium(self, jspi: bool = False):
+    from selenium.webdriver import Chrome
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    return Chrome(options=options, service=Service(CHROMEDRIVER))
+
+
+SeleniumChromeRunner.get_driver = _debian_chromium
+
+
+@pytest.fixture
+def browser_host(selenium):
+    """The same JS host the worker gives Python (IndexedDB + DuckDB-WASM), as ``airiHost``."""
+    selenium.run_js(
+        """
+        if (!globalThis.airiHost) {
+            const { createBrowserHost } = await import('./host.mjs');
+            globalThis.airiHost = await createBrowserHost({ runtimeUrl: new URL('./', location.href).href });
+        }
+        """
+    )
+    return selenium
