@@ -32,7 +32,7 @@ test-unit: $(STAMP_VENV)
 	$(PY) -m pytest tests/unit
 
 bench: dist
-	node bench/run.mjs
+	$(PY) bench/run.py
 
 lint: $(STAMP_VENV)
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .

@@ -39,6 +39,8 @@ export async function createMemorySystem(options = {}) {
     },
     /** Milliseconds the worker spent booting Pyodide, the wheel and DuckDB-WASM. */
     bootMs: info.bootMs,
+    /** When each part of boot finished (ms since boot began): pyodide, packages, duckdb, python. */
+    bootPhases: info.bootPhases,
     mounts: info.mounts,
     storage: {
       getItem: (key) => call("storage.getItem", key),

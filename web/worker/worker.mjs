@@ -9,24 +9,31 @@ let pyodide = null;
 
 async function boot(options) {
   const started = performance.now();
+  const phases = {};
+  const timed = (name, promise) =>
+    promise.then((value) => {
+      phases[name] = performance.now() - started;
+      return value;
+    });
   const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
   const [loaded, host, buildInfo] = await Promise.all([
-    loadPyodide({
-      indexURL: runtimeUrl,
-      lockFileURL: `${runtimeUrl}pyodide-lock.json`,
-      fullStdLib: false,
-    }).then(async (py) => {
-      await py.loadPackage(["airi-memory"], { messageCallback: () => {} });
-      return py;
-    }),
-    createBrowserHost({ runtimeUrl }),
+    timed(
+      "pyodide",
+      loadPyodide({
+        indexURL: runtimeUrl,
+        lockFileURL: `${runtimeUrl}pyodide-lock.json`,
+        fullStdLib: false,
+      }),
+    ).then((py) => timed("packages", py.loadPackage(["airi-memory"], { messageCallback: () => {} }).then(() => py))),
+    timed("duckdb", createBrowserHost({ runtimeUrl })),
     fetch(`${runtimeUrl}build-info.json`).then((response) => response.json()),
   ]);
   pyodide = loaded;
   const browser = pyodide.pyimport("airi_memory.hosts.browser");
-  api = await browser.boot(host, pyodide.toPy(options));
+  api = await timed("python", browser.boot(host, pyodide.toPy(options)));
   const info = toPlain(await api.dispatch("info", pyodide.toPy([])));
-  return { ...info.value, buildInfo, bootMs: performance.now() - started };
+  // Each phase: milliseconds from the start of boot until it finished.
+  return { ...info.value, buildInfo, bootMs: performance.now() - started, bootPhases: phases };
 }
 
 function toPlain(result) {
