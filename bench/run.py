@@ -53,7 +53,9 @@ def blank_page(context, base_url: str):
     page.set_default_timeout(120_000)
     page.route(
         "**/__bench__.html",
-        lambda route: route.fulfill(content_type="text/html", body="<!doctype html><title>bench</title>"),
+        lambda route: route.fulfill(
+            content_type="text/html", body="<!doctype html><title>bench</title>"
+        ),
     )
     page.goto(f"{base_url}/__bench__.html")
     return page

@@ -30,6 +30,7 @@ class StaticHandler(http.server.SimpleHTTPRequestHandler):
     }
 
     def end_headers(self) -> None:
+        # Revalidate every time, so a rebuilt dist is never shadowed by a cached file.
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
 

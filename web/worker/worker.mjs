@@ -17,14 +17,16 @@ async function boot(options) {
     });
   const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
   const [loaded, host, buildInfo] = await Promise.all([
+    // `packages` lets Pyodide fetch our wheels while its runtime is still starting.
     timed(
       "pyodide",
       loadPyodide({
         indexURL: runtimeUrl,
         lockFileURL: `${runtimeUrl}pyodide-lock.json`,
         fullStdLib: false,
+        packages: ["airi-memory"],
       }),
-    ).then((py) => timed("packages", py.loadPackage(["airi-memory"], { messageCallback: () => {} }).then(() => py))),
+    ),
     timed("duckdb", createBrowserHost({ runtimeUrl })),
     fetch(`${runtimeUrl}build-info.json`).then((response) => response.json()),
   ]);
