@@ -1,7 +1,7 @@
 // DuckDB-WASM behind the small surface the Python SQL port needs: bound parameters,
 // results by column (typed arrays where the column allows), inserts as Arrow tables.
 import * as duckdb from "@duckdb/duckdb-wasm";
-import { Bool, Float64, Table, Utf8, makeVector, vectorFromArray } from "apache-arrow";
+import { Bool, Float64, Table, Utf8, makeData, makeVector, vectorFromArray } from "apache-arrow";
 
 const NUMERIC_TYPE_IDS = new Set([2, 3]); // Arrow Type.Int, Type.Float
 
@@ -95,9 +95,24 @@ function plain(value) {
 
 function toVector(values) {
   if (ArrayBuffer.isView(values)) return makeVector(values);
+  if (values.utf8) {
+    // Text already in Arrow's layout (UTF-8 bytes, Int32 offsets, optional validity bits).
+    const length = values.offsets.length - 1;
+    const nullBitmap = values.validity ?? undefined;
+    const valid = nullBitmap ? countBits(nullBitmap, length) : length;
+    return makeVector(
+      makeData({ type: new Utf8(), length, nullCount: length - valid, nullBitmap, valueOffsets: values.offsets, data: values.utf8 }),
+    );
+  }
   // Python's None arrives as undefined; Arrow's builders only take null as missing.
   const cells = Array.from(values, (v) => (v === undefined ? null : v));
   const sample = cells.find((v) => v !== null);
   const type = typeof sample === "number" ? new Float64() : typeof sample === "boolean" ? new Bool() : new Utf8();
   return vectorFromArray(cells, type);
+}
+
+function countBits(bitmap, length) {
+  let count = 0;
+  for (let i = 0; i < length; i++) count += (bitmap[i >> 3] >> (i & 7)) & 1;
+  return count;
 }

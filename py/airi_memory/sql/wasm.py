@@ -6,6 +6,7 @@ strings as one JS array. Results come back the same way.
 
 from array import array
 from collections.abc import Sequence
+from itertools import accumulate
 from typing import Any
 
 from pyodide.ffi import JsException, JsProxy, to_js
@@ -17,13 +18,33 @@ _EXACT_DOUBLE = 2**53
 
 
 def _column_to_js(values: Sequence[Any]) -> Any:
-    """A typed array when every value is a plain number, else a JS array."""
+    """Numbers as one typed array; text as Arrow's own layout (UTF-8 bytes + offsets)."""
     if values and all(type(v) is int for v in values):
         wide = any(abs(v) > _EXACT_DOUBLE for v in values)
         return to_js(array("q" if wide else "d", values))
     if values and all(type(v) in (int, float) for v in values):
         return to_js(array("d", values))
+    if all(v is None or type(v) is str for v in values):
+        return _utf8_column(values)
     return to_js(list(values))
+
+
+def _utf8_column(values: Sequence[str | None]) -> Any:
+    """Three buffers instead of one JS string per row: the bridge copies bytes, not objects."""
+    from js import Object  # noqa: PLC0415 - building a plain JS object for the host
+
+    encoded = [b"" if v is None else v.encode() for v in values]
+    offsets = array("i", [0])
+    offsets.extend(accumulate(map(len, encoded)))
+    validity = None
+    if None in values:
+        bits = bytearray((len(values) + 7) // 8)
+        for index, value in enumerate(values):
+            if value is not None:
+                bits[index >> 3] |= 1 << (index & 7)
+        validity = to_js(bytes(bits))
+    column = {"utf8": to_js(b"".join(encoded)), "offsets": to_js(offsets), "validity": validity}
+    return to_js(column, dict_converter=Object.fromEntries)
 
 
 def _column_to_python(column: Any) -> list[Any]:
