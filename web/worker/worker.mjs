@@ -16,22 +16,24 @@ async function boot(options) {
       return value;
     });
   const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
-  const [loaded, host, buildInfo] = await Promise.all([
-    // `packages` lets Pyodide fetch our wheels while its runtime is still starting.
-    timed(
-      "pyodide",
-      loadPyodide({
-        indexURL: runtimeUrl,
-        lockFileURL: `${runtimeUrl}pyodide-lock.json`,
-        fullStdLib: false,
-        packages: ["airi-memory"],
-      }),
-    ),
+  // Python starts importing our modules (and pydantic) while DuckDB-WASM still compiles.
+  const python = timed(
+    "pyodide",
+    loadPyodide({
+      indexURL: runtimeUrl,
+      lockFileURL: `${runtimeUrl}pyodide-lock.json`,
+      fullStdLib: false,
+      packages: ["airi-memory"], // fetched while the runtime is still starting
+    }),
+  ).then((loaded) => {
+    pyodide = loaded;
+    return timed("imports", Promise.resolve(loaded.pyimport("airi_memory.hosts.browser")));
+  });
+  const [browser, host, buildInfo] = await Promise.all([
+    python,
     timed("duckdb", createBrowserHost({ runtimeUrl })),
     fetch(`${runtimeUrl}build-info.json`).then((response) => response.json()),
   ]);
-  pyodide = loaded;
-  const browser = pyodide.pyimport("airi_memory.hosts.browser");
   api = await timed("python", browser.boot(host, pyodide.toPy(options)));
   const info = toPlain(await api.dispatch("info", pyodide.toPy([])));
   // Each phase: milliseconds from the start of boot until it finished.

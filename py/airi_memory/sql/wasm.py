@@ -31,7 +31,7 @@ def _column_to_js(values: Sequence[Any]) -> Any:
 
 def _utf8_column(values: Sequence[str | None]) -> Any:
     """Three buffers instead of one JS string per row: the bridge copies bytes, not objects."""
-    from js import Object  # noqa: PLC0415 - building a plain JS object for the host
+    from js import Object
 
     encoded = [b"" if v is None else v.encode() for v in values]
     offsets = array("i", [0])
