@@ -11,18 +11,25 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from . import __version__, diagnostics
+from . import __version__, diagnostics, transfer
 from .errors import AiriMemoryError, InvalidValueError, UnknownMethodError
+from .models import now_ms
 from .options import SystemOptions, parse_options
+from .sessions import SessionStore
+from .sessions.analytics import message_analytics
+from .sessions.mirror import SessionMirror
 from .sql import SqlEngine
 from .storage import Storage
 
 
 class MemorySystem:
-    def __init__(self, storage: Storage, sql: SqlEngine, options: SystemOptions) -> None:
+    def __init__(
+        self, storage: Storage, sql: SqlEngine, options: SystemOptions, sessions: SessionStore
+    ) -> None:
         self.storage = storage
         self.sql = sql
         self.options = options
+        self.sessions = sessions
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {
             "info": self.info,
             "ping": self.ping,
@@ -40,11 +47,26 @@ class MemorySystem:
             "storage.clear": storage.clear,
             "storage.getMounts": self._mounts,
             "diagnostics.bulkInsert": self._bulk_insert,
+            "sessions.stats": self._session_stats,
+            "analytics": self.analytics,
+            "exportSessions": self.export_sessions,
+            "importSessions": self.import_sessions,
+            **{f"sessions.{name}": getattr(sessions, attr) for name, attr in _SESSION_METHODS.items()},
         }
 
     @classmethod
-    async def open(cls, storage: Storage, sql: SqlEngine, raw_options: object) -> "MemorySystem":
-        return cls(storage, sql, parse_options(raw_options))
+    async def open(
+        cls,
+        storage: Storage,
+        sql: SqlEngine,
+        raw_options: object,
+        clock: Callable[[], int] = now_ms,
+    ) -> "MemorySystem":
+        options = parse_options(raw_options)
+        sessions = await SessionStore.open(
+            storage, SessionMirror(sql), options.user_id, options.cache, clock
+        )
+        return cls(storage, sql, options, sessions)
 
     async def dispatch(self, method: str, args: list[Any]) -> dict[str, Any]:
         try:
@@ -81,6 +103,15 @@ class MemorySystem:
         await self.sql.close()
         await self.storage.dispose()
 
+    async def analytics(self) -> dict[str, Any]:
+        return await message_analytics(self.sql, self.options.user_id)
+
+    async def export_sessions(self, session_ids: list[str] | None = None) -> dict[str, Any]:
+        return await transfer.export_sessions(self.sessions, session_ids)
+
+    async def import_sessions(self, data: Any, options: Any = None) -> dict[str, Any]:
+        return await transfer.import_sessions(self.sessions, data, options)
+
     async def _set_items(self, items: list[dict[str, Any]]) -> None:
         if not isinstance(items, list) or not all(
             isinstance(i, dict) and "key" in i for i in items
@@ -93,8 +124,38 @@ class MemorySystem:
             {"base": mount.base, "driver": mount.driver.name} for mount in self.storage.get_mounts()
         ]
 
+    async def _session_stats(self) -> dict[str, Any]:
+        return self.sessions.stats()
+
     async def _bulk_insert(self, rows: int) -> dict[str, float | int]:
         return await diagnostics.bulk_insert(self.sql, rows)
+
+
+# Facade name (after "sessions.") -> SessionStore method: the seed's names on the JS side.
+_SESSION_METHODS = {
+    "createSession": "create_session",
+    "getSession": "get_session",
+    "listSessions": "list_sessions",
+    "getAllSessions": "get_all_sessions",
+    "renameSession": "rename_session",
+    "pinSession": "pin_session",
+    "tagSession": "tag_session",
+    "archiveSession": "archive_session",
+    "unarchiveSession": "unarchive_session",
+    "deleteSession": "delete_session",
+    "deleteOldSessions": "delete_old_sessions",
+    "getActiveSessionId": "get_active_session_id",
+    "setActiveSessionId": "set_active_session_id",
+    "addMessage": "add_message",
+    "updateMessage": "update_message",
+    "deleteMessage": "delete_message",
+    "loadSessionMessages": "load_session_messages",
+    "getSessionMessages": "get_session_messages",
+    "messagesPage": "messages_page",
+    "latestMessages": "latest_messages",
+    "persistSessionMessages": "persist_session_messages",
+    "forkSession": "fork_session",
+}
 
 
 def _error_reply(error: BaseException, detail: str | None = None) -> dict[str, Any]:

@@ -9,11 +9,13 @@ class InvalidKeyError(AiriMemoryError, ValueError):
     """A storage key or base that unstorage's rules reject, or that we refuse to store."""
 
 
-class UnknownMountError(AiriMemoryError, KeyError):
-    """A mount point that is not mounted."""
-
+class _PlainKeyError(AiriMemoryError, KeyError):
     def __str__(self) -> str:  # KeyError would quote the whole message
         return str(self.args[0])
+
+
+class UnknownMountError(_PlainKeyError):
+    """A mount point that is not mounted."""
 
 
 class InvalidValueError(AiriMemoryError, ValueError):
@@ -30,3 +32,11 @@ class UnknownMethodError(AiriMemoryError, AttributeError):
 
 class SqlError(AiriMemoryError):
     """DuckDB refused a statement; the message is DuckDB's own."""
+
+
+class StorageQuotaError(AiriMemoryError):
+    """The browser refused a write for lack of space (IndexedDB QuotaExceededError)."""
+
+
+class NotFoundError(_PlainKeyError):
+    """A session or message that does not exist."""

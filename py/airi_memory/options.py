@@ -3,12 +3,14 @@
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import InvalidValueError
+from .models import CacheConfig
 
 
 class SystemOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     user_id: str = Field(default="local", alias="userId", min_length=1, max_length=256)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
 
 
 def parse_options(raw: object) -> SystemOptions:

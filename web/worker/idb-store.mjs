@@ -18,6 +18,24 @@ export function openStore(dbName, storeName) {
     // One transaction: every entry is written, or none is.
     setMany: (entries) => setMany(entries, store),
     delete: (key) => del(key, store),
+    // Sets, deletes and prefix deletes in ONE transaction: all of it is stored, or none.
+    apply: (entries, keys, prefixes) =>
+      store("readwrite", (s) => {
+        for (const prefix of prefixes) s.delete(prefixRange(prefix));
+        for (const key of keys) s.delete(key);
+        for (const [key, value] of entries) s.put(value, key);
+        return promisifyRequest(s.transaction);
+      }),
+    // Keys and values under a prefix, read in one transaction, in key order.
+    getAll: (prefix) =>
+      store("readonly", async (s) => {
+        const range = prefix ? prefixRange(prefix) : undefined;
+        const [keys, values] = await Promise.all([
+          promisifyRequest(s.getAllKeys(range)),
+          promisifyRequest(s.getAll(range)),
+        ]);
+        return { keys, values };
+      }),
     keys: (prefix) =>
       store("readonly", (s) => promisifyRequest(s.getAllKeys(prefix ? prefixRange(prefix) : undefined))),
     clear: (prefix) =>

@@ -48,5 +48,24 @@ class Driver(ABC):
         for key, value in items:
             await self.set_item(key, value)
 
+    async def apply(
+        self,
+        sets: Sequence[tuple[str, Any]],
+        removes: Sequence[str] = (),
+        remove_prefixes: Sequence[str] = (),
+    ) -> None:
+        """Prefix removals, removals, then sets, as one unit where the driver can (IndexedDB:
+        one transaction, so a crash or a full disk leaves all of it or none)."""
+        for prefix in remove_prefixes:
+            await self.clear(prefix)
+        for key in removes:
+            await self.remove_item(key)
+        await self.set_items(sets)
+
+    async def get_all(self, prefix: str) -> list[tuple[str, Any]]:
+        """Every (key, value) under ``prefix`` in key order; one read where the driver can."""
+        keys = sorted(await self.get_keys(prefix))
+        return list(zip(keys, await self.get_items(keys), strict=True))
+
     async def dispose(self) -> None:
         """Release resources; the default driver holds none."""

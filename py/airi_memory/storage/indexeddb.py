@@ -10,8 +10,9 @@ another's records.
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pyodide.ffi import JsProxy, to_js
+from pyodide.ffi import JsException, JsProxy, to_js
 
+from ..errors import StorageQuotaError
 from .driver import Driver
 
 DEFAULT_DB_NAME = "keyval-store"
@@ -66,6 +67,31 @@ class IndexedDbDriver(Driver):
 
     async def remove_item(self, key: str) -> None:
         await self._store.delete(self._key(key))
+
+    async def apply(
+        self,
+        sets: Sequence[tuple[str, Any]],
+        removes: Sequence[str] = (),
+        remove_prefixes: Sequence[str] = (),
+    ) -> None:
+        entries = to_js([[self._key(key), value] for key, value in sets])
+        deleted = to_js([self._key(key) for key in removes])
+        prefixes = to_js([self._key(prefix) for prefix in remove_prefixes])
+        try:
+            await self._store.apply(entries, deleted, prefixes)
+        except JsException as error:
+            if "QuotaExceededError" in str(error):
+                raise StorageQuotaError(
+                    "the browser's storage quota is exhausted; nothing of this write was "
+                    "stored (free space: delete or export old sessions, or ask for "
+                    "persistent storage)"
+                ) from None
+            raise
+
+    async def get_all(self, prefix: str) -> list[tuple[str, Any]]:
+        found = await self._store.getAll(self._key(prefix))
+        cut = len(self._prefix)
+        return list(zip((key[cut:] for key in found.keys), found.values.to_py(), strict=True))
 
     async def get_keys(self, base: str) -> list[str]:
         keys = await self._store.keys(self._key(base))

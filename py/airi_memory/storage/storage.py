@@ -136,6 +136,39 @@ class Storage:
         for driver, indexes in _group_by_driver([r for r, _ in prepared]).items():
             await driver.set_items((prepared[i][0].relative_key, prepared[i][1]) for i in indexes)
 
+    async def write_batch(
+        self,
+        sets: Iterable[tuple[str, Any]] = (),
+        removes: Iterable[str] = (),
+        remove_prefixes: Iterable[str] = (),
+    ) -> None:
+        """Several writes to one mount as a single unit (one IndexedDB transaction).
+
+        Every key and value is checked before anything is written; keys in different
+        mounts are refused, because no driver can make those atomic together.
+        """
+        prepared = [(self._route(item_key(k)), stringify(v, item_key(k))) for k, v in sets]
+        removed = [self._route(item_key(key)) for key in removes]
+        prefixes = [self._route(base_key(prefix)) for prefix in remove_prefixes]
+        routes = [route for route, _ in prepared] + removed + prefixes
+        if not routes:
+            return
+        drivers = {id(route.driver) for route in routes}
+        if len(drivers) > 1:
+            bases = sorted({route.base or "(root)" for route in routes})
+            raise InvalidKeyError(f"one write batch must stay in one mount, got {bases}")
+        await routes[0].driver.apply(
+            [(route.relative_key, text) for route, text in prepared],
+            [route.relative_key for route in removed],
+            [route.relative_key for route in prefixes],
+        )
+
+    async def get_all(self, prefix: str) -> list[tuple[str, Any]]:
+        """Every (key, parsed value) under ``prefix`` (inside one mount), in key order."""
+        route = self._route(base_key(prefix))
+        found = await route.driver.get_all(route.relative_key)
+        return [(route.base + key, destr(value)) for key, value in found]
+
     # --- keys ---------------------------------------------------------------------
     async def get_keys(self, base: str = "", max_depth: int | None = None) -> list[str]:
         base = base_key(base)

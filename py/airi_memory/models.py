@@ -1,0 +1,124 @@
+"""The data contract: pydantic models for sessions and messages, camelCase on the wire.
+
+Field names follow the seed (``ChatSessionMeta``, ``ChatHistoryItem``) and AIRI's real
+records. Unknown fields are kept, never dropped: AIRI and other apps add their own.
+``validate_or_raise`` turns pydantic's report into one error naming the first bad field.
+"""
+
+import secrets
+import time
+from typing import Any, ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import InvalidValueError
+
+MAX_CONTENT_CHARS = 1_000_000
+MAX_TITLE_CHARS = 500
+MAX_ID_CHARS = 128
+# Session ids become storage key segments: URL-safe characters only (nanoid's alphabet).
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
+
+Role = Literal["system", "user", "assistant", "tool", "error"]
+
+
+def new_id() -> str:
+    """URL-safe and random, like AIRI's nanoid (21 characters)."""
+    return secrets.token_urlsafe(16)[:21]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _Wire(BaseModel):
+    """camelCase aliases on the wire, snake_case in Python, unknown fields kept."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=True)
+    # Fields written out even when the caller left them to their defaults.
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ()
+
+    def model_post_init(self, context: Any, /) -> None:
+        self.__pydantic_fields_set__.update(self.ALWAYS_WRITTEN)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON object stored and returned to JS: what was given (nulls included) plus
+        the defaults we assign, never optional fields nobody set."""
+        return self.model_dump(by_alias=True, mode="json", exclude_unset=True)
+
+
+class ContentPart(_Wire):
+    """One part of multi-part content: ``{type: 'text', text}``, ``{type: 'image_url', ...}``."""
+
+    type: str = Field(min_length=1, max_length=64)
+    text: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
+
+
+class Categorization(_Wire):
+    speech: str = Field(max_length=MAX_CONTENT_CHARS)
+    reasoning: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
+
+
+class ChatHistoryItem(_Wire):
+    ALWAYS_WRITTEN = ("id", "role", "content", "created_at")
+    id: str = Field(default_factory=new_id, min_length=1, max_length=MAX_ID_CHARS)
+    role: Role
+    content: str | list[ContentPart] = Field(default="", max_length=MAX_CONTENT_CHARS)
+    created_at: int = Field(default_factory=now_ms, alias="createdAt", ge=0)
+    slices: list[dict[str, Any]] | None = None
+    tool_results: list[dict[str, Any]] | None = Field(default=None, alias="tool_results")
+    categorization: Categorization | None = None
+
+    def text(self) -> str:
+        """The words of the message, whatever its content shape (for search and tokens)."""
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(part.text for part in self.content if part.text)
+
+
+class ChatSessionMeta(_Wire):
+    ALWAYS_WRITTEN = (
+        "session_id", "title", "created_at", "updated_at", "user_id", "character_id",
+        "pinned", "archived", "tags",
+    )  # fmt: skip
+    session_id: str = Field(
+        default_factory=new_id, alias="sessionId", pattern=SESSION_ID_PATTERN, max_length=MAX_ID_CHARS
+    )
+    title: str = Field(default="New Conversation", max_length=MAX_TITLE_CHARS)
+    created_at: int = Field(default_factory=now_ms, alias="createdAt", ge=0)
+    updated_at: int = Field(default_factory=now_ms, alias="updatedAt", ge=0)
+    user_id: str = Field(default="local", alias="userId", min_length=1, max_length=MAX_ID_CHARS)
+    character_id: str = Field(default="default", alias="characterId", min_length=1, max_length=MAX_ID_CHARS)
+    pinned: bool = False
+    archived: bool = False
+    tags: list[str] = Field(default_factory=list, max_length=100)
+    # Forking: where this session branched from (None for an original).
+    parent_session_id: str | None = Field(default=None, alias="parentSessionId")
+    fork_index: int | None = Field(default=None, alias="forkIndex", ge=0)
+    fork_reason: str | None = Field(default=None, alias="forkReason", max_length=MAX_TITLE_CHARS)
+
+
+class CacheConfig(_Wire):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    ALWAYS_WRITTEN = ("max_size", "ttl", "strategy")
+
+    max_size: int = Field(default=100, alias="maxSize", ge=1, le=100_000)
+    ttl: int = Field(default=3_600_000, ge=1)
+    strategy: Literal["lru", "lfu"] = "lru"
+
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def validate_or_raise(model: type[Model], data: Any, where: str = "") -> Model:
+    """Validate ``data``; on failure raise one ``InvalidValueError`` naming the first bad field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        path = where + "".join(
+            f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
+        )
+        raise InvalidValueError(
+            f"invalid {model.__name__} field {path.lstrip('.') or '(root)'!r}: {first['msg']}"
+        ) from None

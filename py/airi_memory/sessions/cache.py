@@ -1,0 +1,60 @@
+"""The message cache of the seed's ``CacheConfig``, on cachetools.
+
+``lru`` is cachetools' ``TTLCache`` (least recently used, entries expire after ``ttl``);
+``lfu`` is its ``LFUCache`` with the same expiry checked on read. Writes invalidate.
+"""
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cachetools import LFUCache, TTLCache
+
+from ..models import CacheConfig
+
+
+class MessageCache:
+    def __init__(self, config: CacheConfig, clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self._clock = clock
+        seconds = config.ttl / 1000
+        if config.strategy == "lru":
+            self._entries: Any = TTLCache(config.max_size, seconds, timer=clock)
+        else:
+            self._entries = LFUCache(config.max_size)
+        self._seconds = seconds
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, session_id: str) -> list[dict[str, Any]] | None:
+        entry = self._entries.get(session_id)
+        if entry is not None and self.config.strategy == "lfu":
+            stored_at, entry = entry
+            if self._clock() - stored_at > self._seconds:
+                self._entries.pop(session_id, None)
+                entry = None
+        if entry is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return entry
+
+    def put(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+        if self.config.strategy == "lfu":
+            self._entries[session_id] = (self._clock(), messages)
+        else:
+            self._entries[session_id] = messages
+
+    def invalidate(self, session_id: str) -> None:
+        self._entries.pop(session_id, None)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "size": len(self._entries),
+            **self.config.to_wire(),
+        }

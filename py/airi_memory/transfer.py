@@ -1,0 +1,125 @@
+"""Export and import of conversations, in the seed's envelope and in AIRI's real files.
+
+Import checks the whole file before writing anything, then writes every session and
+message in one storage batch (one IndexedDB transaction): all of it lands, or none.
+"""
+
+from typing import Any
+
+from .errors import InvalidValueError
+from .models import ChatHistoryItem, ChatSessionMeta, new_id, validate_or_raise
+from .sessions import SessionStore, records
+from .sessions.mirror import message_row, session_row
+
+EXPORT_VERSION = "1.0.0"
+AIRI_FORMAT = "chat-sessions-index:v1"
+MAX_IMPORT_SESSIONS = 10_000
+MAX_IMPORT_MESSAGES = 500_000
+
+
+async def export_sessions(store: SessionStore, session_ids: list[str] | None = None) -> dict:
+    if session_ids is None:
+        metas = await store.get_all_sessions()
+    else:
+        if not isinstance(session_ids, list):
+            raise InvalidValueError("exportSessions expects a list of session ids")
+        metas = [(await store.require_session(sid)).to_wire() for sid in session_ids]
+    return {
+        "version": EXPORT_VERSION,
+        "exportedAt": store.clock(),
+        "sessions": [
+            {"meta": meta, "messages": await store.get_session_messages(meta["sessionId"])}
+            for meta in metas
+        ],
+    }
+
+
+def _entries(data: Any) -> tuple[str, list[tuple[str, Any]]]:
+    """(format, [(path, {meta, messages})]) for either kind of file."""
+    if not isinstance(data, dict):
+        raise InvalidValueError("import data must be an object (a parsed export file)")
+    if data.get("format") == AIRI_FORMAT:
+        sessions = data.get("sessions")
+        if not isinstance(sessions, dict):
+            raise InvalidValueError("invalid AIRI export field 'sessions': expected an object")
+        return "airi", [(f"sessions.{sid}", entry) for sid, entry in sessions.items()]
+    if isinstance(data.get("version"), str) and "sessions" in data:
+        sessions = data["sessions"]
+        if not isinstance(sessions, list):
+            raise InvalidValueError("invalid export field 'sessions': expected a list")
+        return "seed", [(f"sessions[{i}]", entry) for i, entry in enumerate(sessions)]
+    raise InvalidValueError(
+        "not a conversation export: expected {version, exportedAt, sessions: [...]} "
+        f"or AIRI's {{format: '{AIRI_FORMAT}', ...}}"
+    )
+
+
+def _validate(entries: list[tuple[str, Any]]) -> list[tuple[ChatSessionMeta, list[ChatHistoryItem]]]:
+    if len(entries) > MAX_IMPORT_SESSIONS:
+        raise InvalidValueError(
+            f"invalid import field 'sessions': {len(entries)} sessions, more than "
+            f"{MAX_IMPORT_SESSIONS} in one import"
+        )
+    parsed, total = [], 0
+    for path, entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("messages"), list):
+            raise InvalidValueError(f"invalid import field '{path}': expected {{meta, messages: []}}")
+        meta = validate_or_raise(ChatSessionMeta, entry.get("meta"), f"{path}.meta")
+        total += len(entry["messages"])
+        if total > MAX_IMPORT_MESSAGES:
+            raise InvalidValueError(
+                f"invalid import field '{path}.messages': more than {MAX_IMPORT_MESSAGES} "
+                "messages in one import"
+            )
+        messages = [
+            validate_or_raise(ChatHistoryItem, message, f"{path}.messages[{i}]")
+            for i, message in enumerate(entry["messages"])
+        ]
+        parsed.append((meta, messages))
+    return parsed
+
+
+async def import_sessions(store: SessionStore, data: Any, options: Any = None) -> dict[str, Any]:
+    options = options or {}
+    if not isinstance(options, dict) or set(options) - {"keepIds"}:
+        raise InvalidValueError("importSessions options: only {keepIds: boolean} is known")
+    keep_ids = bool(options.get("keepIds", False))
+    file_format, entries = _entries(data)
+    parsed = _validate(entries)
+
+    async def task() -> dict[str, Any]:
+        existing = await store.get_all_sessions()
+        known_ids = {meta["sessionId"] for meta in existing}
+        imported_from = {meta.get("importedFrom") for meta in existing} - {None}
+        sets, session_rows, message_rows, new_ids, skipped, seen = [], [], [], [], 0, set()
+        for meta, messages in parsed:
+            original = meta.session_id
+            duplicate = original in seen or (
+                original in known_ids if keep_ids else original in imported_from
+            )
+            seen.add(original)
+            if duplicate:
+                skipped += 1
+                continue
+            wire = {**meta.to_wire(), "userId": store.user_id}
+            if not keep_ids:
+                wire.update(sessionId=new_id(), importedFrom=original)
+            stored = ChatSessionMeta.model_validate(wire)
+            sid = stored.session_id
+            sets.append((records.session_key(sid), stored.to_wire()))
+            session_rows.append(session_row(stored))
+            for seq, message in enumerate(messages):
+                sets.append((records.message_key(sid, seq), message.to_wire()))
+                message_rows.append(message_row(sid, seq, message))
+            new_ids.append(sid)
+        await store.storage.write_batch(sets)
+        await store.mirror.load(session_rows, message_rows)
+        return {
+            "format": file_format,
+            "sessions": len(new_ids),
+            "messages": len(message_rows),
+            "skippedDuplicates": skipped,
+            "sessionIds": new_ids,
+        }
+
+    return await store.queue.run("importSessions", task)
