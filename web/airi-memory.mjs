@@ -27,6 +27,7 @@ export async function createMemorySystem(options = {}) {
   }
   const ready = performance.now() - started;
   const call = (method, ...args) => rpc.send({ kind: "call", method, args });
+  const sessions = createSessionsFacade(call, info.activeSessionId);
 
   return {
     /** Milliseconds from createMemorySystem() to ready. */
@@ -57,6 +58,17 @@ export async function createMemorySystem(options = {}) {
       clear: (base = "") => call("storage.clear", base),
       getMounts: () => call("storage.getMounts"),
     },
+    sessions,
+    /** Messages per day / role / session / character, totals and estimated tokens. */
+    analytics: () => call("analytics"),
+    /** The seed's envelope: {version: '1.0.0', exportedAt, sessions: [{meta, messages}]}. */
+    exportSessions: (sessionIds) => call("exportSessions", sessionIds ?? null),
+    /** Seed or AIRI (chat-sessions-index:v1) files; all or nothing. Options: {keepIds}. */
+    importSessions: (data, options = {}) => call("importSessions", data, options),
+    /** navigator.storage.estimate(): {usage, quota} in bytes, where the browser tells. */
+    estimateStorage: async () => (await navigator.storage?.estimate?.()) ?? { usage: null, quota: null },
+    /** Ask the browser not to evict our IndexedDB data; resolves to whether it agreed. */
+    requestPersistence: async () => (await navigator.storage?.persist?.()) ?? false,
     /** Read-only SQL for diagnostics; parameters are bound, never formatted in. */
     query: (sql, params = []) => call("query", sql, params),
     info: () => call("info"),
@@ -73,6 +85,48 @@ export async function createMemorySystem(options = {}) {
       }
     },
   };
+}
+
+// The seed's session store names. Every method resolves once its write is durable.
+function createSessionsFacade(call, initialActiveSessionId) {
+  const names = [
+    "createSession", "getSession", "listSessions", "getAllSessions", "renameSession",
+    "pinSession", "tagSession", "archiveSession", "unarchiveSession", "deleteSession",
+    "deleteOldSessions", "addMessage", "updateMessage", "deleteMessage",
+    "loadSessionMessages", "getSessionMessages", "latestMessages",
+    "persistSessionMessages", "forkSession", "getActiveSessionId", "stats",
+  ];
+  const facade = Object.fromEntries(names.map((name) => [name, (...args) => call(`sessions.${name}`, ...args)]));
+  let active = initialActiveSessionId ?? null;
+  facade.getActiveSessionId = async (characterId = "default") => {
+    const id = await call("sessions.getActiveSessionId", characterId);
+    if (characterId === "default") active = id;
+    return id;
+  };
+  facade.setActiveSessionId = async (sessionId) => {
+    const id = await call("sessions.setActiveSessionId", sessionId);
+    active = id;
+    return id;
+  };
+  // The seed assigns `sessionStore.activeSessionId = id`; the write is queued and its
+  // promise kept in `activeSessionIdSaved` for callers who want to wait or catch.
+  Object.defineProperty(facade, "activeSessionId", {
+    enumerable: true,
+    get: () => active,
+    set: (sessionId) => {
+      active = sessionId;
+      facade.activeSessionIdSaved = facade.setActiveSessionId(sessionId);
+    },
+  });
+  /** Messages one by one, fetched from the worker in batches (50 by default). */
+  facade.streamMessages = async function* streamMessages(sessionId, { batchSize = 50 } = {}) {
+    for (let offset = 0; ; offset += batchSize) {
+      const batch = await call("sessions.messagesPage", sessionId, offset, batchSize);
+      yield* batch;
+      if (batch.length < batchSize) return;
+    }
+  };
+  return facade;
 }
 
 function connect(worker) {

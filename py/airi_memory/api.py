@@ -51,7 +51,10 @@ class MemorySystem:
             "analytics": self.analytics,
             "exportSessions": self.export_sessions,
             "importSessions": self.import_sessions,
-            **{f"sessions.{name}": getattr(sessions, attr) for name, attr in _SESSION_METHODS.items()},
+            **{
+                f"sessions.{name}": getattr(sessions, attr)
+                for name, attr in _SESSION_METHODS.items()
+            },
         }
 
     @classmethod
@@ -85,6 +88,7 @@ class MemorySystem:
         python = sys.version.split()[0]
         return {
             "userId": self.options.user_id,
+            "activeSessionId": await self.sessions.get_active_session_id(),
             "versions": {
                 "airiMemory": __version__,
                 "python": python,

@@ -82,13 +82,18 @@ class ChatSessionMeta(_Wire):
         "pinned", "archived", "tags",
     )  # fmt: skip
     session_id: str = Field(
-        default_factory=new_id, alias="sessionId", pattern=SESSION_ID_PATTERN, max_length=MAX_ID_CHARS
+        default_factory=new_id,
+        alias="sessionId",
+        pattern=SESSION_ID_PATTERN,
+        max_length=MAX_ID_CHARS,
     )
     title: str = Field(default="New Conversation", max_length=MAX_TITLE_CHARS)
     created_at: int = Field(default_factory=now_ms, alias="createdAt", ge=0)
     updated_at: int = Field(default_factory=now_ms, alias="updatedAt", ge=0)
     user_id: str = Field(default="local", alias="userId", min_length=1, max_length=MAX_ID_CHARS)
-    character_id: str = Field(default="default", alias="characterId", min_length=1, max_length=MAX_ID_CHARS)
+    character_id: str = Field(
+        default="default", alias="characterId", min_length=1, max_length=MAX_ID_CHARS
+    )
     pinned: bool = False
     archived: bool = False
     tags: list[str] = Field(default_factory=list, max_length=100)

@@ -54,7 +54,9 @@ def _entries(data: Any) -> tuple[str, list[tuple[str, Any]]]:
     )
 
 
-def _validate(entries: list[tuple[str, Any]]) -> list[tuple[ChatSessionMeta, list[ChatHistoryItem]]]:
+def _validate(
+    entries: list[tuple[str, Any]],
+) -> list[tuple[ChatSessionMeta, list[ChatHistoryItem]]]:
     if len(entries) > MAX_IMPORT_SESSIONS:
         raise InvalidValueError(
             f"invalid import field 'sessions': {len(entries)} sessions, more than "
@@ -63,7 +65,9 @@ def _validate(entries: list[tuple[str, Any]]) -> list[tuple[ChatSessionMeta, lis
     parsed, total = [], 0
     for path, entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("messages"), list):
-            raise InvalidValueError(f"invalid import field '{path}': expected {{meta, messages: []}}")
+            raise InvalidValueError(
+                f"invalid import field '{path}': expected {{meta, messages: []}}"
+            )
         meta = validate_or_raise(ChatSessionMeta, entry.get("meta"), f"{path}.meta")
         total += len(entry["messages"])
         if total > MAX_IMPORT_MESSAGES:

@@ -1,4 +1,8 @@
-"""Analytics over the DuckDB mirror: what a companion app shows on a statistics page."""
+"""Analytics over the DuckDB mirror: what a companion app shows on a statistics page.
+
+Sums are cast to BIGINT: DuckDB sums integers as HUGEINT, which DuckDB-WASM hands over
+as text while the duckdb package gives an int.
+"""
 
 from typing import Any
 
@@ -9,12 +13,12 @@ _PER_DAY = """
     FROM chat_messages m JOIN chat_sessions s USING (session_id)
     WHERE s.user_id = ? GROUP BY day ORDER BY day"""
 _PER_ROLE = """
-    SELECT m.role, count(*) AS messages, sum(m.chars) AS characters
+    SELECT m.role, count(*) AS messages, sum(m.chars)::BIGINT AS characters
     FROM chat_messages m JOIN chat_sessions s USING (session_id)
     WHERE s.user_id = ? GROUP BY m.role ORDER BY messages DESC, m.role"""
 _PER_SESSION = """
     SELECT s.session_id AS "sessionId", any_value(s.title) AS title, count(m.id) AS messages,
-           coalesce(sum(m.chars), 0) AS characters
+           coalesce(sum(m.chars), 0)::BIGINT AS characters
     FROM chat_sessions s LEFT JOIN chat_messages m USING (session_id)
     WHERE s.user_id = ? GROUP BY s.session_id ORDER BY messages DESC, s.session_id LIMIT ?"""
 _PER_CHARACTER = """
@@ -24,25 +28,17 @@ _PER_CHARACTER = """
     WHERE s.user_id = ? GROUP BY s.character_id ORDER BY messages DESC, s.character_id"""
 _TOTALS = """
     SELECT (SELECT count(*) FROM chat_sessions WHERE user_id = ?) AS sessions,
-           count(m.id) AS messages, coalesce(sum(m.chars), 0) AS characters
+           count(m.id) AS messages, coalesce(sum(m.chars), 0)::BIGINT AS characters
     FROM chat_messages m JOIN chat_sessions s USING (session_id) WHERE s.user_id = ?"""
 
 
-def _plain(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """DuckDB's HUGEINT sums arrive as floats on one side and ints on the other: use ints."""
-    return [
-        {k: int(v) if isinstance(v, float) and v.is_integer() else v for k, v in row.items()}
-        for row in rows
-    ]
-
-
 async def message_analytics(sql: SqlEngine, user_id: str, top_sessions: int = 50) -> dict[str, Any]:
-    totals = _plain((await sql.query(_TOTALS, [user_id, user_id])).rows())[0]
+    totals = (await sql.query(_TOTALS, [user_id, user_id])).rows()[0]
     return {
-        "messagesPerDay": _plain((await sql.query(_PER_DAY, [user_id])).rows()),
-        "perRole": _plain((await sql.query(_PER_ROLE, [user_id])).rows()),
-        "perSession": _plain((await sql.query(_PER_SESSION, [user_id, top_sessions])).rows()),
-        "perCharacter": _plain((await sql.query(_PER_CHARACTER, [user_id])).rows()),
+        "messagesPerDay": (await sql.query(_PER_DAY, [user_id])).rows(),
+        "perRole": (await sql.query(_PER_ROLE, [user_id])).rows(),
+        "perSession": (await sql.query(_PER_SESSION, [user_id, top_sessions])).rows(),
+        "perCharacter": (await sql.query(_PER_CHARACTER, [user_id])).rows(),
         "totals": {
             **totals,
             # The seed's estimate: one token per four characters.

@@ -16,11 +16,11 @@ from ..sql import SqlEngine
 TAG_SEPARATOR = "\x1f"
 
 SCHEMA = [
-    """CREATE TABLE IF NOT EXISTS chat_sessions (
+    """CREATE OR REPLACE TABLE chat_sessions (
         session_id VARCHAR PRIMARY KEY, user_id VARCHAR, character_id VARCHAR, title VARCHAR,
         created_at BIGINT, updated_at BIGINT, pinned BOOLEAN, archived BOOLEAN, tags VARCHAR,
         parent_session_id VARCHAR, body VARCHAR)""",
-    """CREATE TABLE IF NOT EXISTS chat_messages (
+    """CREATE OR REPLACE TABLE chat_messages (
         id VARCHAR, session_id VARCHAR, seq BIGINT, role VARCHAR, created_at BIGINT,
         chars INTEGER, body VARCHAR)""",
 ]
@@ -63,6 +63,7 @@ class SessionMirror:
         self.sql = sql
 
     async def create(self) -> None:
+        """Fresh tables: the mirror is rebuilt from the durable records at every start."""
         for statement in SCHEMA:
             await self.sql.execute(statement)
 

@@ -23,7 +23,9 @@ class PersistQueue:
                 try:
                     result = await task()
                 except Exception as error:
-                    self.failures.append({"task": label, "error": f"{type(error).__name__}: {error}"})
+                    self.failures.append(
+                        {"task": label, "error": f"{type(error).__name__}: {error}"}
+                    )
                     raise
                 self.completed += 1
                 return result
@@ -36,4 +38,8 @@ class PersistQueue:
             return
 
     def stats(self) -> dict[str, Any]:
-        return {"pending": self._pending, "completed": self.completed, "failures": list(self.failures)}
+        return {
+            "pending": self._pending,
+            "completed": self.completed,
+            "failures": list(self.failures),
+        }

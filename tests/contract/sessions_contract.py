@@ -1,0 +1,386 @@
+"""The sessions contract: every session-store operation, run on CPython and in Pyodide.
+
+Each case gets ``open_system(**options)``: a coroutine that opens a MemorySystem over
+the case's own durable storage (calling it again is a restart: same records, a fresh
+DuckDB mirror). Self-contained so that it runs inside Pyodide too.
+"""
+
+from airi_memory.errors import InvalidValueError, NotFoundError
+
+DAY = 24 * 60 * 60 * 1000
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now=1_767_225_600_000):
+        self.now = now
+
+    def __call__(self):
+        self.now += 1
+        return self.now
+
+
+async def expect_error(kind, coroutine, *words):
+    try:
+        await coroutine
+    except kind as error:
+        for word in words:
+            assert word in str(error), f"{word!r} not in {error}"
+        return error
+    raise AssertionError(f"expected {kind.__name__}")
+
+
+async def case_create_list_filter_and_paginate(open_system):
+    system = await open_system()
+    s = system.sessions
+    first = await s.create_session({"title": "First", "characterId": "airi"})
+    second = await s.create_session({"title": "Second", "tags": ["work", "urgent"]})
+    third = await s.create_session({"title": "Third", "pinned": True})
+    assert first["userId"] == "tester" and first["characterId"] == "airi"
+    assert first["pinned"] is False and first["archived"] is False and first["tags"] == []
+    assert await s.get_session(first["sessionId"]) == first
+    assert await s.get_session("missing") is None
+    listed = await s.list_sessions({"limit": 20})
+    assert [m["title"] for m in listed] == ["Third", "Second", "First"]
+    assert [m["title"] for m in await s.list_sessions({"limit": 1, "offset": 1})] == ["Second"]
+    assert [m["title"] for m in await s.list_sessions({"characterId": "airi"})] == ["First"]
+    assert [m["title"] for m in await s.list_sessions({"pinned": True})] == ["Third"]
+    assert [m["title"] for m in await s.list_sessions({"tags": ["work"]})] == ["Second"]
+    assert await s.list_sessions({"tags": ["work", "missing"]}) == []
+    assert await s.list_sessions({"userId": "someone-else"}) == []
+    assert len(await s.get_all_sessions()) == 3
+    await expect_error(InvalidValueError, s.list_sessions({"limit": -1}), "limit")
+    await expect_error(InvalidValueError, s.list_sessions({"colour": "red"}), "colour")
+    assert second["sessionId"] != third["sessionId"]
+
+
+async def case_messages_are_durable_ordered_and_lazy(open_system):
+    system = await open_system()
+    s = system.sessions
+    meta = await s.create_session({"title": "Chat", "systemPrompt": "You are Airi."})
+    sid = meta["sessionId"]
+    added = [
+        await s.add_message(sid, {"role": "user", "content": f"message {i}"}) for i in range(30)
+    ]
+    assert all(m["id"] and m["createdAt"] > 0 for m in added)
+    assert len({m["id"] for m in added}) == 30
+    keys = await system.storage.get_keys(f"local:memory:messages:{sid}")
+    assert len(keys) == 31  # one record per message, the system prompt included
+    updated = await s.get_session(sid)
+    assert updated["updatedAt"] >= added[-1]["createdAt"] - 1
+    assert [m["content"] for m in await s.latest_messages(sid, 2)] == ["message 28", "message 29"]
+    page = await s.messages_page(sid, 10, 5)
+    assert [m["content"] for m in page] == [f"message {i}" for i in range(9, 14)]
+    restarted = await open_system()
+    messages = await restarted.sessions.load_session_messages(sid)
+    assert messages[0] == {"id": messages[0]["id"], "role": "system", "content": "You are Airi.",
+                           "createdAt": messages[0]["createdAt"]}  # fmt: skip
+    assert [m["content"] for m in messages[1:]] == [f"message {i}" for i in range(30)]
+    assert [m["id"] for m in messages[1:]] == [m["id"] for m in added]
+    assert (await restarted.sessions.persist_session_messages(sid))["messages"] == 31
+    more = await restarted.sessions.add_message(
+        sid, {"role": "assistant", "content": "after restart"}
+    )
+    assert (await restarted.sessions.latest_messages(sid, 1)) == [more]
+
+
+async def case_message_shapes_and_unknown_fields_survive(open_system):
+    system = await open_system()
+    sid = (await system.sessions.create_session())["sessionId"]
+    message = {
+        "id": "fixed-id",
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Look"},
+            {"type": "image_url", "image_url": {"url": "data:x"}},
+        ],
+        "createdAt": 123,
+        "slices": [{"type": "text", "text": "Look"}],
+        "tool_results": [{"id": "call-1", "result": "ok"}],
+        "categorization": {"speech": "Look", "reasoning": "because"},
+        "appSpecific": {"mood": "happy"},
+    }
+    assert await system.sessions.add_message(sid, message) == message
+    error = await system.sessions.add_message(sid, {"role": "error", "content": "the LLM failed"})
+    assert error["role"] == "error"
+    restarted = await open_system()
+    assert (await restarted.sessions.load_session_messages(sid))[0] == message
+
+
+async def case_bad_messages_are_refused_and_nothing_is_written(open_system):
+    system = await open_system()
+    s = system.sessions
+    sid = (await s.create_session())["sessionId"]
+    await expect_error(
+        InvalidValueError, s.add_message(sid, {"role": "robot", "content": "x"}), "role"
+    )
+    await expect_error(
+        InvalidValueError, s.add_message(sid, {"role": "user", "content": 5}), "content"
+    )
+    await expect_error(
+        InvalidValueError, s.add_message(sid, {"role": "user", "createdAt": -1}), "createdAt"
+    )
+    await expect_error(
+        NotFoundError, s.add_message("nope", {"role": "user", "content": "x"}), "nope"
+    )
+    await expect_error(InvalidValueError, s.create_session({"title": "x" * 501}), "title")
+    assert await s.load_session_messages(sid) == []
+    assert await system.storage.get_keys("local:memory:messages") == []
+
+
+async def case_update_and_delete_messages(open_system):
+    system = await open_system()
+    s = system.sessions
+    sid = (await s.create_session())["sessionId"]
+    a = await s.add_message(sid, {"role": "user", "content": "a"})
+    b = await s.add_message(sid, {"role": "assistant", "content": "b"})
+    c = await s.add_message(sid, {"role": "user", "content": "c"})
+    changed = await s.update_message(sid, b["id"], {"content": "B!", "edited": True})
+    assert changed == {**b, "content": "B!", "edited": True}
+    assert await s.delete_message(sid, a["id"]) is True
+    await expect_error(NotFoundError, s.delete_message(sid, a["id"]), a["id"])
+    await expect_error(InvalidValueError, s.update_message(sid, c["id"], {"id": "other"}), "id")
+    restarted = await open_system()
+    assert await restarted.sessions.load_session_messages(sid) == [changed, c]
+
+
+async def case_fork_copies_a_prefix_and_leaves_the_parent(open_system):
+    system = await open_system()
+    s = system.sessions
+    parent = await s.create_session({"title": "Original", "characterId": "airi", "tags": ["t"]})
+    pid = parent["sessionId"]
+    for i in range(12):
+        await s.add_message(
+            pid, {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
+        )
+    before = await s.load_session_messages(pid)
+    fork = await s.fork_session(
+        {"fromSessionId": pid, "atIndex": 10, "reason": "trying-different-approach"}
+    )
+    assert fork["parentSessionId"] == pid and fork["forkIndex"] == 10
+    assert fork["forkReason"] == "trying-different-approach" and fork["characterId"] == "airi"
+    fid = fork["sessionId"]
+    assert await s.load_session_messages(fid) == before[:10]
+    await s.add_message(fid, {"role": "user", "content": "What if we tried X instead?"})
+    assert await s.load_session_messages(pid) == before
+    assert (await s.get_session(pid)) == parent or (await s.get_session(pid))[
+        "updatedAt"
+    ] >= parent["updatedAt"]
+    await expect_error(
+        InvalidValueError, s.fork_session({"fromSessionId": pid, "atIndex": 13}), "atIndex"
+    )
+    await expect_error(
+        NotFoundError, s.fork_session({"fromSessionId": "nope", "atIndex": 0}), "nope"
+    )
+    restarted = await open_system()
+    assert len(await restarted.sessions.load_session_messages(fid)) == 11
+    assert (await restarted.sessions.get_session(fid))["parentSessionId"] == pid
+
+
+async def case_rename_pin_tag_archive_delete(open_system):
+    clock = Clock()
+    system = await open_system(clock=clock)
+    s = system.sessions
+    old = await s.create_session({"title": "Old"})
+    kept = await s.create_session({"title": "Old but pinned", "pinned": True})
+    clock.now += 40 * DAY
+    fresh = await s.create_session({"title": "Fresh"})
+    assert (await s.rename_session(fresh["sessionId"], "Renamed"))["title"] == "Renamed"
+    assert (await s.tag_session(fresh["sessionId"], ["a", "b"]))["tags"] == ["a", "b"]
+    assert (await s.pin_session(fresh["sessionId"], True))["pinned"] is True
+    assert (await s.archive_session(fresh["sessionId"]))["archived"] is True
+    assert [m["title"] for m in await s.list_sessions({"archived": True})] == ["Renamed"]
+    assert (await s.unarchive_session(fresh["sessionId"]))["archived"] is False
+    await s.add_message(old["sessionId"], {"role": "user", "content": "bye"}) if False else None
+    report = await s.delete_old_sessions({"olderThan": 30 * DAY})
+    assert report == {"deleted": [old["sessionId"]]}
+    assert await s.get_session(old["sessionId"]) is None
+    assert await s.get_session(kept["sessionId"]) is not None
+    sid = fresh["sessionId"]
+    await s.add_message(sid, {"role": "user", "content": "soon gone"})
+    assert await s.delete_session(sid) is True
+    await expect_error(NotFoundError, s.delete_session(sid), sid)
+    assert await system.storage.get_keys(f"local:memory:messages:{sid}") == []
+    restarted = await open_system(clock=clock)
+    assert [m["title"] for m in await restarted.sessions.get_all_sessions()] == ["Old but pinned"]
+
+
+async def case_active_session_is_kept_per_character(open_system):
+    system = await open_system()
+    s = system.sessions
+    a = await s.create_session({"characterId": "airi"})
+    b = await s.create_session()
+    assert await s.get_active_session_id() is None
+    await s.set_active_session_id(a["sessionId"])
+    await s.set_active_session_id(b["sessionId"])
+    await expect_error(NotFoundError, s.set_active_session_id("nope"), "nope")
+    restarted = await open_system()
+    assert await restarted.sessions.get_active_session_id("airi") == a["sessionId"]
+    assert await restarted.sessions.get_active_session_id() == b["sessionId"]
+
+
+async def case_export_import_round_trip_and_duplicates(open_system):
+    system = await open_system()
+    s = system.sessions
+    sid = (await s.create_session({"title": "Kept", "tags": ["x"]}))["sessionId"]
+    for i in range(5):
+        await s.add_message(sid, {"role": "user", "content": f"hello {i}", "extra": i})
+    exported = await system.export_sessions()
+    assert exported["version"] == "1.0.0" and exported["exportedAt"] > 0
+    assert [len(e["messages"]) for e in exported["sessions"]] == [5]
+    report = await system.import_sessions(exported)
+    assert (
+        report["format"],
+        report["sessions"],
+        report["messages"],
+        report["skippedDuplicates"],
+    ) == ("seed", 1, 5, 0)
+    new_id = report["sessionIds"][0]
+    assert new_id != sid
+    assert await s.load_session_messages(new_id) == exported["sessions"][0]["messages"]
+    assert (await s.get_session(new_id))["title"] == "Kept"
+    again = await system.import_sessions(exported)
+    assert (again["sessions"], again["skippedDuplicates"]) == (0, 1)
+    kept = await system.import_sessions(exported, {"keepIds": True})
+    assert (kept["sessions"], kept["skippedDuplicates"]) == (0, 1)
+    only = await system.export_sessions([new_id])
+    assert [e["meta"]["sessionId"] for e in only["sessions"]] == [new_id]
+
+
+async def case_import_airi_files(open_system):
+    system = await open_system()
+    airi = {
+        "format": "chat-sessions-index:v1",
+        "index": {
+            "userId": "local",
+            "characters": {"default": {"activeSessionId": "s1", "sessions": {}}},
+        },
+        "sessions": {
+            "s1": {
+                "meta": {
+                    "sessionId": "s1",
+                    "userId": "local",
+                    "characterId": "default",
+                    "createdAt": 1,
+                    "updatedAt": 2,
+                    "cloudSyncedAt": 5,
+                },
+                "messages": [
+                    {"role": "system", "content": "card prompt"},
+                    {"role": "user", "content": "hi", "id": "m1", "createdAt": 3},
+                    {
+                        "role": "assistant",
+                        "content": "hello!",
+                        "slices": [{"type": "text", "text": "hello!"}],
+                        "tool_results": [],
+                        "categorization": {"speech": "hello!", "reasoning": ""},
+                    },
+                ],
+            }
+        },
+    }
+    report = await system.import_sessions(airi, {"keepIds": True})
+    assert (report["format"], report["sessions"], report["messages"]) == ("airi", 1, 3)
+    meta = await system.sessions.get_session("s1")
+    assert meta["title"] == "New Conversation" and meta["cloudSyncedAt"] == 5
+    assert meta["userId"] == "tester"
+    messages = await system.sessions.load_session_messages("s1")
+    assert [m["role"] for m in messages] == ["system", "user", "assistant"]
+    assert messages[1]["id"] == "m1" and all(m["id"] for m in messages)
+
+
+async def case_malformed_import_changes_nothing(open_system):
+    system = await open_system()
+    sid = (await system.sessions.create_session({"title": "Existing"}))["sessionId"]
+    await system.sessions.add_message(sid, {"role": "user", "content": "keep me"})
+    before = await system.export_sessions()
+    keys_before = sorted(await system.storage.get_keys("local"))
+    good = {
+        "meta": {"sessionId": "g1", "title": "ok"},
+        "messages": [{"role": "user", "content": "fine"}],
+    }
+    bad = {
+        "meta": {"sessionId": "b1"},
+        "messages": [{"role": "user", "content": "x"}, {"role": "wizard"}],
+    }
+    error = await expect_error(
+        InvalidValueError,
+        system.import_sessions({"version": "1.0.0", "exportedAt": 1, "sessions": [good, bad]}),
+        "sessions[1].messages[1].role",
+    )
+    assert "wizard" in str(error) or "role" in str(error)
+    await expect_error(
+        InvalidValueError, system.import_sessions({"hello": 1}), "not a conversation export"
+    )
+    await expect_error(
+        InvalidValueError, system.import_sessions({"version": "1.0.0", "sessions": {}}), "sessions"
+    )
+    await expect_error(
+        InvalidValueError,
+        system.import_sessions(
+            {"version": "1.0.0", "sessions": [{"meta": {"sessionId": "has space"}, "messages": []}]}
+        ),
+        "sessions[0].meta.sessionId",
+    )
+    huge = {"meta": {"sessionId": "h"}, "messages": [{"role": "user", "content": "x" * 1_000_001}]}
+    await expect_error(
+        InvalidValueError,
+        system.import_sessions({"version": "1.0.0", "sessions": [huge]}),
+        "sessions[0].messages[0].content",
+    )
+    after = await system.export_sessions()
+    assert after["sessions"] == before["sessions"]
+    assert sorted(await system.storage.get_keys("local")) == keys_before
+
+
+async def case_cache_hits_misses_and_invalidation(open_system):
+    for strategy in ("lru", "lfu"):
+        system = await open_system(cache={"maxSize": 2, "ttl": 60_000, "strategy": strategy})
+        s = system.sessions
+        ids = [(await s.create_session())["sessionId"] for _ in range(3)]
+        await s.load_session_messages(ids[0])
+        await s.load_session_messages(ids[0])
+        stats = s.stats()["cache"]
+        assert (stats["hits"], stats["misses"], stats["strategy"]) == (1, 1, strategy)
+        await s.add_message(ids[0], {"role": "user", "content": "new"})
+        assert [m["content"] for m in await s.load_session_messages(ids[0])] == ["new"]
+        assert s.stats()["cache"]["misses"] == 2
+        for sid in ids:
+            await s.load_session_messages(sid)
+        assert s.stats()["cache"]["size"] == 2
+    await expect_error(InvalidValueError, open_system(cache={"strategy": "fifo"}), "strategy")
+
+
+async def case_analytics(open_system):
+    system = await open_system()
+    s = system.sessions
+    a = (await s.create_session({"characterId": "airi"}))["sessionId"]
+    b = (await s.create_session({"characterId": "neko"}))["sessionId"]
+    day = 1_767_225_600_000
+    await s.add_message(a, {"role": "user", "content": "abcd", "createdAt": day})
+    await s.add_message(a, {"role": "assistant", "content": "abcdefgh", "createdAt": day + DAY})
+    await s.add_message(b, {"role": "user", "content": "xy", "createdAt": day + DAY})
+    stats = await system.analytics()
+    assert stats["messagesPerDay"] == [
+        {"day": "2026-01-01", "messages": 1},
+        {"day": "2026-01-02", "messages": 2},
+    ]
+    assert stats["perRole"] == [
+        {"role": "user", "messages": 2, "characters": 6},
+        {"role": "assistant", "messages": 1, "characters": 8},
+    ]
+    assert stats["perCharacter"] == [
+        {"characterId": "airi", "sessions": 1, "messages": 2},
+        {"characterId": "neko", "sessions": 1, "messages": 1},
+    ]
+    assert stats["perSession"][0] == {
+        "sessionId": a,
+        "title": "New Conversation",
+        "messages": 2,
+        "characters": 12,
+    }
+    assert stats["totals"] == {"sessions": 2, "messages": 3, "characters": 14, "estimatedTokens": 4}
+
+
+CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -1,0 +1,97 @@
+"""The sessions contract on CPython (memory and fs drivers, duckdb), plus properties."""
+
+import asyncio
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from airi_memory.api import MemorySystem
+from airi_memory.sql.native import NativeDuckDb
+from airi_memory.storage import MemoryDriver, Storage
+from airi_memory.storage.fs import FsDriver
+from contract.sessions_contract import CASES
+
+
+def system_factory(kind: str, tmp_path):
+    """``open_system`` for the contract: same durable drivers every time, fresh DuckDB."""
+    drivers = {"local": MemoryDriver(), "outbox": MemoryDriver()}
+
+    async def open_system(clock=None, **options):
+        storage = Storage(MemoryDriver())
+        if kind == "memory":
+            storage.mount("local", drivers["local"]).mount("outbox", drivers["outbox"])
+        else:
+            storage.mount("local", FsDriver(tmp_path / "airi-local"))
+            storage.mount("outbox", FsDriver(tmp_path / "airi-sync-queue"))
+        extra = {"clock": clock} if clock else {}
+        return await MemorySystem.open(
+            storage, NativeDuckDb(), {"userId": "tester", **options}, **extra
+        )
+
+    return open_system
+
+
+@pytest.mark.parametrize("kind", ["memory", "fs"])
+@pytest.mark.parametrize("case", CASES, ids=lambda case: case.__name__)
+async def test_sessions_contract(case, kind, tmp_path):
+    await case(system_factory(kind, tmp_path))
+
+
+text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+json_leaf = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | text
+content_part = st.fixed_dictionaries({"type": st.just("text"), "text": text})
+message = st.fixed_dictionaries(
+    {
+        "role": st.sampled_from(["system", "user", "assistant", "tool", "error"]),
+        "content": text | st.lists(content_part, max_size=3),
+        "createdAt": st.integers(0, 2**45),
+    },
+    optional={
+        "id": st.text("abcdefghijklmnop0123456789_-", min_size=1, max_size=21),
+        "extra": st.dictionaries(st.text("abcxyz", min_size=1, max_size=5), json_leaf, max_size=3),
+        "categorization": st.fixed_dictionaries({"speech": text}),
+    },
+)
+session = st.fixed_dictionaries(
+    {
+        "meta": st.fixed_dictionaries(
+            {"title": text, "tags": st.lists(text.filter(lambda t: "\x1f" not in t), max_size=3)},
+            optional={"pinned": st.booleans(), "characterId": st.sampled_from(["default", "airi"])},
+        ),
+        "messages": st.lists(message, max_size=6),
+    }
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(session, min_size=1, max_size=4))
+def test_export_import_round_trip_keeps_every_session_and_message(tmp_path, sessions):
+    async def scenario():
+        source = await system_factory("memory", tmp_path)()
+        report = await source.import_sessions(
+            {"version": "1.0.0", "exportedAt": 1, "sessions": sessions}
+        )
+        assert report["sessions"] == len(sessions)
+        exported = await source.export_sessions()
+        by_id = {entry["meta"]["sessionId"]: entry for entry in exported["sessions"]}
+        for new_id, original in zip(report["sessionIds"], sessions, strict=True):
+            entry = by_id[new_id]
+            assert entry["meta"]["title"] == original["meta"]["title"]
+            assert entry["meta"]["tags"] == original["meta"]["tags"]
+            assert len(entry["messages"]) == len(original["messages"])
+            for stored, given_message in zip(entry["messages"], original["messages"], strict=True):
+                assert stored["id"]  # assigned when missing
+                assert {k: v for k, v in stored.items() if k != "id" or "id" in given_message} == {
+                    k: v for k, v in given_message.items()
+                } | ({"id": stored["id"]} if "id" in given_message else {})
+        target = await system_factory("memory", tmp_path)()
+        await target.import_sessions(exported, {"keepIds": True})
+        again = await target.export_sessions()
+        assert sorted(again["sessions"], key=lambda e: e["meta"]["sessionId"]) == sorted(
+            exported["sessions"], key=lambda e: e["meta"]["sessionId"]
+        )
+
+    asyncio.run(scenario())
