@@ -142,8 +142,9 @@ function connect(worker) {
     const entry = pending.get(data.id);
     if (!entry) return;
     pending.delete(data.id);
-    if (data.ok) entry.resolve(data.value);
-    else entry.reject(toError(data.error));
+    const reply = data.json === undefined ? data : JSON.parse(data.json);
+    if (reply.ok) entry.resolve(reply.value);
+    else entry.reject(toError(reply.error));
   };
   worker.onerror = (event) => {
     event.preventDefault?.();

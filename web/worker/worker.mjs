@@ -35,7 +35,7 @@ async function boot(options) {
     fetch(`${runtimeUrl}build-info.json`).then((response) => response.json()),
   ]);
   api = await timed("python", browser.boot(host, pyodide.toPy(options)));
-  const info = toPlain(await api.dispatch("info", pyodide.toPy([])));
+  const info = JSON.parse(await api.dispatch("info", pyodide.toPy([])));
   // Each phase: milliseconds from the start of boot until it finished.
   return { ...info.value, buildInfo, bootMs: performance.now() - started, bootPhases: phases };
 }
@@ -49,9 +49,21 @@ function toPlain(result) {
   return result;
 }
 
+// Pyodide turns JS null into `jsnull`, not None; JSON's null means None to the core.
+function nullsToUndefined(value) {
+  if (value === null) return undefined;
+  if (Array.isArray(value)) return value.map(nullsToUndefined);
+  if (value && Object.getPrototypeOf(value) === Object.prototype) {
+    const plain = {};
+    for (const key of Object.keys(value)) plain[key] = nullsToUndefined(value[key]);
+    return plain;
+  }
+  return value;
+}
+
 async function call(method, args) {
   if (!api) throw new Error("airi-memory is not ready: boot failed or the system was closed");
-  const pyArgs = pyodide.toPy(args);
+  const pyArgs = pyodide.toPy(nullsToUndefined(args));
   try {
     return toPlain(await api.dispatch(method, pyArgs));
   } finally {
@@ -69,8 +81,10 @@ self.onmessage = async ({ data }) => {
       api = null;
       self.postMessage({ id, ok: true, value: null });
     } else {
-      // The Python side answers {ok, value} or {ok: false, error: {name, message}}.
-      self.postMessage({ id, ...(await call(method, args)) });
+      // Python answers {ok, value} or {ok: false, error: {name, message}}, as JSON text
+      // (parsed by the facade) or, when it holds bytes, as a converted object.
+      const reply = await call(method, args);
+      self.postMessage(typeof reply === "string" ? { id, json: reply } : { id, ...reply });
     }
   } catch (error) {
     self.postMessage({

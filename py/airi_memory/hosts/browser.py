@@ -4,6 +4,7 @@ This and the port implementations it names are the only modules that touch Pyodi
 FFI; the worker calls ``boot`` once and then ``BrowserApi.dispatch`` for every call.
 """
 
+import json
 from typing import Any
 
 from pyodide.ffi import JsProxy, to_js
@@ -23,10 +24,15 @@ class BrowserApi:
         self._system = system
 
     async def dispatch(self, method: str, args: Any) -> Any:
-        from js import Object
-
+        """The reply as JSON text (exact: null stays null, one string crosses the bridge),
+        or converted by Pyodide when it holds what JSON cannot (bytes from a raw read)."""
         reply = await self._system.dispatch(method, _to_python(args) or [])
-        return to_js(reply, dict_converter=Object.fromEntries)
+        try:
+            return json.dumps(reply, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            from js import Object
+
+            return to_js(reply, dict_converter=Object.fromEntries)
 
 
 async def boot(host: Any, options: Any) -> BrowserApi:
