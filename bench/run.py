@@ -129,6 +129,124 @@ def bench_bulk_insert(browser, base_url: str, runs: int, rows: int) -> list[dict
     ]
 
 
+MAKE_EXPORT = """
+const makeExport = function (sessions, perSession, offset = 0) {
+    const text = 'I remember you said the garden needs more sun in the afternoon, and the basil. ';
+    return { version: '1.0.0', exportedAt: Date.now(), sessions: Array.from({ length: sessions }, (_, s) => ({
+        meta: { title: `bench session ${offset + s}`, characterId: s % 2 ? 'airi' : 'default' },
+        messages: Array.from({ length: perSession }, (_, i) => ({
+            role: i % 2 ? 'assistant' : 'user', content: `${i}: ${text}`, createdAt: 1767225600000 + i * 1000,
+        })),
+    })) };
+}
+"""
+
+ADD_MESSAGES = """
+async ({ n }) => {""" + MAKE_EXPORT + """
+    const time = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
+    const result = {};
+    for (const size of [10, 10000]) {
+        const report = await memory.importSessions(makeExport(1, size));
+        const sid = report.sessionIds[0];
+        const ours = [];
+        for (let i = 0; i < n; i++) {
+            ours.push(await time(() => memory.sessions.addMessage(sid, { role: 'user', content: `new turn ${i} about the garden` })));
+        }
+        // AIRI's way: the whole session record rewritten on every message.
+        const record = { meta: await memory.sessions.getSession(sid), messages: await memory.sessions.loadSessionMessages(sid) };
+        const airi = [];
+        for (let i = 0; i < Math.min(n, 60); i++) {
+            record.messages.push({ role: 'user', content: `new turn ${i} about the garden`, id: `x${i}`, createdAt: Date.now() });
+            airi.push(await time(() => memory.storage.setItem(`local:chat/sessions/${sid}`, record)));
+        }
+        result[size] = { ours, airi };
+    }
+    return result;
+}
+"""
+
+
+def bench_add_message(browser, base_url: str, calls: int) -> list[dict]:
+    context = browser.new_context()
+    page = blank_page(context, base_url)
+    page.evaluate(BOOT)
+    result = page.evaluate(ADD_MESSAGES, {"n": calls})
+    context.close()
+    rows = []
+    for size in ("10", "10000"):
+        rows.append(summarise(f"addMessage until durable, session of {int(size):,}", result[size]["ours"]))
+        rows.append(summarise(f"  AIRI whole-record rewrite, session of {int(size):,}", result[size]["airi"]))
+    return rows
+
+
+TRANSFER = """
+async () => {""" + MAKE_EXPORT + """
+    const data = makeExport(10, 1000);
+    let t = performance.now();
+    const report = await memory.importSessions(data);
+    const importMs = performance.now() - t;
+    t = performance.now();
+    const exported = await memory.exportSessions(report.sessionIds);
+    const exportMs = performance.now() - t;
+    return { importMs, exportMs, messages: exported.sessions.reduce((n, s) => n + s.messages.length, 0) };
+}
+"""
+
+
+def bench_transfer(browser, base_url: str, runs: int) -> list[dict]:
+    imports, exports = [], []
+    for _ in range(runs):
+        context = browser.new_context()
+        page = blank_page(context, base_url)
+        page.evaluate(BOOT)
+        result = page.evaluate(TRANSFER)
+        assert result["messages"] == 10_000
+        imports.append(result["importMs"])
+        exports.append(result["exportMs"])
+        context.close()
+    return [summarise("import 10,000 messages (10 sessions)", imports),
+            summarise("export 10,000 messages", exports)]
+
+
+FILL = """
+async ({ sessions, perSession }) => {""" + MAKE_EXPORT + """
+    for (let s = 0; s < sessions; s += 50) await memory.importSessions(makeExport(50, perSession, s));
+    return (await memory.analytics()).totals;
+}
+"""
+
+LARGE_STORE_QUERIES = """async (n) => {
+    const time = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
+    const sessions = await memory.sessions.listSessions({ limit: 20 });
+    const list = [], latest = [];
+    for (let i = 0; i < n; i++) {
+        list.push(await time(() => memory.sessions.listSessions({ limit: 20, offset: (i * 20) % 400 })));
+        latest.push(await time(() => memory.sessions.latestMessages(sessions[i % sessions.length].sessionId, 50)));
+    }
+    return { list, latest };
+}"""
+
+
+def bench_large_store(browser, base_url: str, runs: int, calls: int) -> list[dict]:
+    context = browser.new_context()
+    page = blank_page(context, base_url)
+    empty = [page.evaluate(BOOT)["ready"]]
+    totals = page.evaluate(FILL, {"sessions": 500, "perSession": 200})
+    assert totals["messages"] == 100_000, totals
+    full = []
+    for _ in range(runs):
+        page.reload()
+        full.append(page.evaluate(BOOT)["ready"])
+    queries = page.evaluate(LARGE_STORE_QUERIES, calls)
+    context.close()
+    return [
+        summarise("start-up, empty store (first boot)", empty),
+        summarise("start-up, 100,000 messages / 500 sessions", full),
+        summarise("  listSessions({limit: 20}) at 100k", queries["list"]),
+        summarise("  latest 50 messages of a session at 100k", queries["latest"]),
+    ]
+
+
 def print_table(rows: list[dict]) -> None:
     print(f"{'scenario':<52} {'n':>4} {'median':>10} {'p95':>10} {'min':>10}")
     for row in rows:
@@ -144,6 +262,7 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300, help="round trips per kind")
     parser.add_argument("--bulk-runs", type=int, default=5)
     parser.add_argument("--bulk-rows", type=int, default=100_000)
+    parser.add_argument("--only", choices=["foundation", "sessions"], default=None)
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
     args = parser.parse_args()
     server = serve.start_in_thread(ROOT / "dist")
@@ -151,9 +270,14 @@ def main() -> None:
     rows: list[dict] = []
     with sync_playwright() as playwright, tempfile.TemporaryDirectory():
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        rows += bench_cold_and_warm(browser, base_url, args.starts)
-        rows += bench_round_trips(browser, base_url, args.calls)
-        rows += bench_bulk_insert(browser, base_url, args.bulk_runs, args.bulk_rows)
+        if args.only in (None, "foundation"):
+            rows += bench_cold_and_warm(browser, base_url, args.starts)
+            rows += bench_round_trips(browser, base_url, args.calls)
+            rows += bench_bulk_insert(browser, base_url, args.bulk_runs, args.bulk_rows)
+        if args.only in (None, "sessions"):
+            rows += bench_add_message(browser, base_url, args.calls)
+            rows += bench_transfer(browser, base_url, 3)
+            rows += bench_large_store(browser, base_url, 3, 100)
         browser.close()
     server.shutdown()
     print_table(rows)
