@@ -141,8 +141,11 @@ const makeExport = function (sessions, perSession, offset = 0) {
 }
 """
 
-ADD_MESSAGES = """
-async ({ n }) => {""" + MAKE_EXPORT + """
+ADD_MESSAGES = (
+    """
+async ({ n }) => {"""
+    + MAKE_EXPORT
+    + """
     const time = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
     const result = {};
     for (const size of [10, 10000]) {
@@ -164,6 +167,7 @@ async ({ n }) => {""" + MAKE_EXPORT + """
     return result;
 }
 """
+)
 
 
 def bench_add_message(browser, base_url: str, calls: int) -> list[dict]:
@@ -174,13 +178,22 @@ def bench_add_message(browser, base_url: str, calls: int) -> list[dict]:
     context.close()
     rows = []
     for size in ("10", "10000"):
-        rows.append(summarise(f"addMessage until durable, session of {int(size):,}", result[size]["ours"]))
-        rows.append(summarise(f"  AIRI whole-record rewrite, session of {int(size):,}", result[size]["airi"]))
+        rows.append(
+            summarise(f"addMessage until durable, session of {int(size):,}", result[size]["ours"])
+        )
+        rows.append(
+            summarise(
+                f"  AIRI whole-record rewrite, session of {int(size):,}", result[size]["airi"]
+            )
+        )
     return rows
 
 
-TRANSFER = """
-async () => {""" + MAKE_EXPORT + """
+TRANSFER = (
+    """
+async () => {"""
+    + MAKE_EXPORT
+    + """
     const data = makeExport(10, 1000);
     let t = performance.now();
     const report = await memory.importSessions(data);
@@ -191,6 +204,7 @@ async () => {""" + MAKE_EXPORT + """
     return { importMs, exportMs, messages: exported.sessions.reduce((n, s) => n + s.messages.length, 0) };
 }
 """
+)
 
 
 def bench_transfer(browser, base_url: str, runs: int) -> list[dict]:
@@ -204,16 +218,22 @@ def bench_transfer(browser, base_url: str, runs: int) -> list[dict]:
         imports.append(result["importMs"])
         exports.append(result["exportMs"])
         context.close()
-    return [summarise("import 10,000 messages (10 sessions)", imports),
-            summarise("export 10,000 messages", exports)]
+    return [
+        summarise("import 10,000 messages (10 sessions)", imports),
+        summarise("export 10,000 messages", exports),
+    ]
 
 
-FILL = """
-async ({ sessions, perSession }) => {""" + MAKE_EXPORT + """
+FILL = (
+    """
+async ({ sessions, perSession }) => {"""
+    + MAKE_EXPORT
+    + """
     for (let s = 0; s < sessions; s += 50) await memory.importSessions(makeExport(50, perSession, s));
     return (await memory.analytics()).totals;
 }
 """
+)
 
 LARGE_STORE_QUERIES = """async (n) => {
     const time = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };

@@ -101,6 +101,7 @@ class MemorySystem:
         return "pong"
 
     async def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+        await self.sessions.mirror.flush()
         return (await self.sql.read_only_query(sql, params or [])).rows()
 
     async def close(self) -> None:
@@ -108,6 +109,7 @@ class MemorySystem:
         await self.storage.dispose()
 
     async def analytics(self) -> dict[str, Any]:
+        await self.sessions.mirror.flush()
         return await message_analytics(self.sql, self.options.user_id)
 
     async def export_sessions(self, session_ids: list[str] | None = None) -> dict[str, Any]:

@@ -8,8 +8,7 @@ from typing import Any
 
 from .errors import InvalidValueError
 from .models import ChatHistoryItem, ChatSessionMeta, new_id, validate_or_raise
-from .sessions import SessionStore, records
-from .sessions.mirror import message_row, session_row
+from .sessions import SessionStore
 
 EXPORT_VERSION = "1.0.0"
 AIRI_FORMAT = "chat-sessions-index:v1"
@@ -23,7 +22,7 @@ async def export_sessions(store: SessionStore, session_ids: list[str] | None = N
     else:
         if not isinstance(session_ids, list):
             raise InvalidValueError("exportSessions expects a list of session ids")
-        metas = [(await store.require_session(sid)).to_wire() for sid in session_ids]
+        metas = [store.require_session(sid).to_wire() for sid in session_ids]
     return {
         "version": EXPORT_VERSION,
         "exportedAt": store.clock(),
@@ -95,7 +94,7 @@ async def import_sessions(store: SessionStore, data: Any, options: Any = None) -
         existing = await store.get_all_sessions()
         known_ids = {meta["sessionId"] for meta in existing}
         imported_from = {meta.get("importedFrom") for meta in existing} - {None}
-        sets, session_rows, message_rows, new_ids, skipped, seen = [], [], [], [], 0, set()
+        accepted, skipped, seen = [], 0, set()
         for meta, messages in parsed:
             original = meta.session_id
             duplicate = original in seen or (
@@ -108,22 +107,14 @@ async def import_sessions(store: SessionStore, data: Any, options: Any = None) -
             wire = {**meta.to_wire(), "userId": store.user_id}
             if not keep_ids:
                 wire.update(sessionId=new_id(), importedFrom=original)
-            stored = ChatSessionMeta.model_validate(wire)
-            sid = stored.session_id
-            sets.append((records.session_key(sid), stored.to_wire()))
-            session_rows.append(session_row(stored))
-            for seq, message in enumerate(messages):
-                sets.append((records.message_key(sid, seq), message.to_wire()))
-                message_rows.append(message_row(sid, seq, message))
-            new_ids.append(sid)
-        await store.storage.write_batch(sets)
-        await store.mirror.load(session_rows, message_rows)
+            accepted.append((ChatSessionMeta.model_validate(wire), messages))
+        message_count = await store.import_batch(accepted)
         return {
             "format": file_format,
-            "sessions": len(new_ids),
-            "messages": len(message_rows),
+            "sessions": len(accepted),
+            "messages": message_count,
             "skippedDuplicates": skipped,
-            "sessionIds": new_ids,
+            "sessionIds": [meta.session_id for meta, _ in accepted],
         }
 
     return await store.queue.run("importSessions", task)

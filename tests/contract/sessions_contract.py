@@ -32,7 +32,7 @@ async def expect_error(kind, coroutine, *words):
 
 
 async def case_create_list_filter_and_paginate(open_system):
-    system = await open_system()
+    system = await open_system(clock=Clock())
     s = system.sessions
     first = await s.create_session({"title": "First", "characterId": "airi"})
     second = await s.create_session({"title": "Second", "tags": ["work", "urgent"]})

@@ -19,16 +19,31 @@ export async function openDuckDb(runtimeUrl) {
   await connection.query("SET autoload_known_extensions=false");
   const version = await db.getVersion();
   let temporaryCount = 0;
+  // Prepared statements are kept by SQL text: the core runs the same few statements over
+  // and over, and preparing costs a round trip to DuckDB's own worker.
+  const prepared = new Map();
+  const PREPARED_LIMIT = 64;
+
+  async function statementFor(sql) {
+    let statement = prepared.get(sql);
+    if (statement) {
+      prepared.delete(sql); // re-insert: the Map's order is our least-recently-used order
+    } else {
+      statement = await connection.prepare(sql);
+      if (prepared.size >= PREPARED_LIMIT) {
+        const [oldestSql, oldest] = prepared.entries().next().value;
+        prepared.delete(oldestSql);
+        await oldest.close();
+      }
+    }
+    prepared.set(sql, statement);
+    return statement;
+  }
 
   async function run(sql, params) {
     const values = params ? Array.from(params, bindable) : [];
     if (values.length === 0) return connection.query(sql);
-    const statement = await connection.prepare(sql);
-    try {
-      return await statement.query(...values);
-    } finally {
-      await statement.close();
-    }
+    return (await statementFor(sql)).query(...values);
   }
 
   return {
@@ -55,6 +70,8 @@ export async function openDuckDb(runtimeUrl) {
       return columns.length ? columns[0].length : 0;
     },
     async close() {
+      for (const statement of prepared.values()) await statement.close();
+      prepared.clear();
       await connection.close();
       await db.terminate();
     },

@@ -18,12 +18,20 @@ export function openStore(dbName, storeName) {
     // One transaction: every entry is written, or none is.
     setMany: (entries) => setMany(entries, store),
     delete: (key) => del(key, store),
-    // Sets, deletes and prefix deletes in ONE transaction: all of it is stored, or none.
-    apply: (entries, keys, prefixes) =>
+    // Prefix deletes, deletes, sets and JSON merge patches in ONE transaction: all of it
+    // is stored, or none. A patch merges its fields into the stored JSON object.
+    apply: (entries, keys, prefixes, patches = []) =>
       store("readwrite", (s) => {
         for (const prefix of prefixes) s.delete(prefixRange(prefix));
         for (const key of keys) s.delete(key);
         for (const [key, value] of entries) s.put(value, key);
+        for (const [key, patch] of patches) {
+          const read = s.get(key);
+          read.onsuccess = () => {
+            const merged = mergeJsonObject(read.result, patch);
+            if (merged !== undefined) s.put(merged, key);
+          };
+        }
         return promisifyRequest(s.transaction);
       }),
     // Keys and values under a prefix, read in one transaction, in key order.
@@ -45,4 +53,16 @@ export function openStore(dbName, storeName) {
         return promisifyRequest(s.transaction);
       }),
   };
+}
+
+function mergeJsonObject(stored, patch) {
+  if (typeof stored !== "string") return undefined;
+  let current;
+  try {
+    current = JSON.parse(stored);
+  } catch {
+    return undefined;
+  }
+  if (!current || typeof current !== "object" || Array.isArray(current)) return undefined;
+  return JSON.stringify({ ...current, ...JSON.parse(patch) });
 }

@@ -1,9 +1,10 @@
 """The DuckDB mirror of the durable records: ``chat_sessions`` and ``chat_messages``.
 
-IndexedDB is the truth; these tables answer queries (lists, pages, analytics) and are
-kept in step on every write. Columns follow the seed's indexes (userId, characterId,
-updatedAt, createdAt; sessionId, createdAt, role); the full JSON rides along in ``body``
-so reads never go back to IndexedDB.
+IndexedDB is the truth; these tables answer queries (lists, pages, analytics). Columns
+follow the seed's indexes (userId, characterId, updatedAt, createdAt; sessionId,
+createdAt, role); the full JSON rides along in ``body`` so reads never go back to
+IndexedDB. Appends are buffered and flushed in one columnar insert before the next read
+(write-behind), so adding a message costs no DuckDB round trip on the caller's path.
 """
 
 import json
@@ -14,6 +15,7 @@ from ..models import ChatHistoryItem, ChatSessionMeta
 from ..sql import SqlEngine
 
 TAG_SEPARATOR = "\x1f"
+SMALL_FLUSH = 4  # up to this many rows, single-row inserts beat a columnar batch
 
 SCHEMA = [
     """CREATE OR REPLACE TABLE chat_sessions (
@@ -21,14 +23,14 @@ SCHEMA = [
         created_at BIGINT, updated_at BIGINT, pinned BOOLEAN, archived BOOLEAN, tags VARCHAR,
         parent_session_id VARCHAR, body VARCHAR)""",
     """CREATE OR REPLACE TABLE chat_messages (
-        id VARCHAR, session_id VARCHAR, seq BIGINT, role VARCHAR, created_at BIGINT,
-        chars INTEGER, body VARCHAR)""",
+        id VARCHAR, session_id VARCHAR, record VARCHAR, seq BIGINT, role VARCHAR,
+        created_at BIGINT, chars INTEGER, body VARCHAR)""",
 ]
 SESSION_COLUMNS = (
     "session_id, user_id, character_id, title, created_at, updated_at, pinned, archived, "
     "tags, parent_session_id, body"
 )
-MESSAGE_COLUMNS = "id, session_id, seq, role, created_at, chars, body"
+MESSAGE_COLUMNS = "id, session_id, record, seq, role, created_at, chars, body"
 
 
 def _tags(tags: Sequence[str]) -> str:
@@ -44,9 +46,28 @@ def session_row(meta: ChatSessionMeta) -> list[Any]:
     ]  # fmt: skip
 
 
-def message_row(session_id: str, seq: int, item: ChatHistoryItem) -> list[Any]:
-    body = json.dumps(item.to_wire(), ensure_ascii=False)
-    return [item.id, session_id, seq, item.role, item.created_at, len(item.text()), body]
+def message_row(session_id: str, record: str, item: ChatHistoryItem) -> list[Any]:
+    return stored_message_row(session_id, record, json.dumps(item.to_wire(), ensure_ascii=False))
+
+
+def stored_message_row(session_id: str, record: str, text: str) -> list[Any]:
+    """A mirror row from a stored record's JSON text, without re-validating it."""
+    message = json.loads(text)
+    content = message.get("content", "")
+    if isinstance(content, list):
+        content = "\n".join(p["text"] for p in content if isinstance(p, dict) and p.get("text"))
+    seq = int(record.split("-", 1)[0])
+    chars = len(content) if isinstance(content, str) else 0
+    return [
+        message["id"],
+        session_id,
+        record,
+        seq,
+        message["role"],
+        message["createdAt"],
+        chars,
+        text,
+    ]
 
 
 def _columns(names: str, rows: Iterable[list[Any]]) -> dict[str, list[Any]]:
@@ -61,54 +82,76 @@ def _columns(names: str, rows: Iterable[list[Any]]) -> dict[str, list[Any]]:
 class SessionMirror:
     def __init__(self, sql: SqlEngine) -> None:
         self.sql = sql
+        self._pending_sessions: dict[str, list[Any]] = {}
+        self._pending_messages: list[list[Any]] = []
 
     async def create(self) -> None:
         """Fresh tables: the mirror is rebuilt from the durable records at every start."""
+        self._pending_sessions.clear()
+        self._pending_messages.clear()
         for statement in SCHEMA:
             await self.sql.execute(statement)
 
     async def load(self, sessions: list[list[Any]], messages: list[list[Any]]) -> None:
         """Bulk-load rows (from ``session_row`` / ``message_row``) by column."""
+        await self.flush()
         if sessions:
+            ids = [row[0] for row in sessions]
+            await self._delete_session_rows(ids)
             await self.sql.insert_columns("chat_sessions", _columns(SESSION_COLUMNS, sessions))
         if messages:
             await self.sql.insert_columns("chat_messages", _columns(MESSAGE_COLUMNS, messages))
 
-    async def put_session(self, meta: ChatSessionMeta) -> None:
-        await self.sql.execute(
-            f"INSERT OR REPLACE INTO chat_sessions ({SESSION_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            session_row(meta),
-        )
+    async def _delete_session_rows(self, session_ids: Sequence[str]) -> None:
+        for session_id in session_ids:
+            await self.sql.execute("DELETE FROM chat_sessions WHERE session_id = ?", [session_id])
 
-    async def add_message(self, session_id: str, seq: int, item: ChatHistoryItem) -> None:
-        await self.sql.execute(
-            f"INSERT INTO chat_messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            message_row(session_id, seq, item),
-        )
+    # --- buffered appends -----------------------------------------------------------
+    def put_session(self, meta: ChatSessionMeta) -> None:
+        self._pending_sessions[meta.session_id] = session_row(meta)
 
-    async def replace_message(self, session_id: str, seq: int, item: ChatHistoryItem) -> None:
-        await self.sql.execute(
-            "DELETE FROM chat_messages WHERE session_id = ? AND seq = ?", [session_id, seq]
-        )
-        await self.add_message(session_id, seq, item)
+    def add_message(self, session_id: str, record: str, item: ChatHistoryItem) -> None:
+        self._pending_messages.append(message_row(session_id, record, item))
 
-    async def delete_message(self, session_id: str, seq: int) -> None:
+    async def flush(self) -> None:
+        """Write buffered rows; every read and every non-append write calls this first."""
+        sessions, self._pending_sessions = list(self._pending_sessions.values()), {}
+        messages, self._pending_messages = self._pending_messages, []
+        if sessions:
+            await self._delete_session_rows([row[0] for row in sessions])
+            await self._insert("chat_sessions", SESSION_COLUMNS, sessions)
+        if messages:
+            await self._insert("chat_messages", MESSAGE_COLUMNS, messages)
+
+    async def _insert(self, table: str, columns: str, rows: list[list[Any]]) -> None:
+        if len(rows) > SMALL_FLUSH:
+            await self.sql.insert_columns(table, _columns(columns, rows))
+            return
+        marks = ", ".join("?" for _ in columns.split(","))
+        for row in rows:
+            await self.sql.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", row)
+
+    # --- immediate writes -----------------------------------------------------------
+    async def replace_message(self, session_id: str, record: str, item: ChatHistoryItem) -> None:
+        await self.delete_message(session_id, record)
+        self.add_message(session_id, record, item)
+
+    async def delete_message(self, session_id: str, record: str) -> None:
+        await self.flush()
         await self.sql.execute(
-            "DELETE FROM chat_messages WHERE session_id = ? AND seq = ?", [session_id, seq]
+            "DELETE FROM chat_messages WHERE session_id = ? AND record = ?", [session_id, record]
         )
 
     async def delete_sessions(self, session_ids: Sequence[str]) -> None:
+        await self.flush()
         for session_id in session_ids:
             await self.sql.execute("DELETE FROM chat_messages WHERE session_id = ?", [session_id])
-            await self.sql.execute("DELETE FROM chat_sessions WHERE session_id = ?", [session_id])
+        await self._delete_session_rows(session_ids)
 
     # --- reads --------------------------------------------------------------------
-    async def session(self, session_id: str) -> dict[str, Any] | None:
-        result = await self.sql.query(
-            "SELECT body FROM chat_sessions WHERE session_id = ?", [session_id]
-        )
-        return json.loads(result.scalar()) if len(result) else None
+    async def query(self, sql: str, params: Sequence[Any]) -> Any:
+        await self.flush()
+        return await self.sql.query(sql, params)
 
     async def list_sessions(
         self,
@@ -136,16 +179,16 @@ class SessionMirror:
             params.append(TAG_SEPARATOR + tag + TAG_SEPARATOR)
         sql = (
             f"SELECT body FROM chat_sessions WHERE {' AND '.join(where)} "
-            "ORDER BY updated_at DESC, session_id"
+            "ORDER BY updated_at DESC, created_at DESC, session_id"
         )
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
-        result = await self.sql.query(sql, params)
+        result = await self.query(sql, params)
         return [json.loads(body) for body in result.column("body")]
 
     async def session_ids_older_than(self, user_id: str, cutoff: int) -> list[str]:
-        result = await self.sql.query(
+        result = await self.query(
             "SELECT session_id FROM chat_sessions WHERE user_id = ? AND updated_at < ? "
             "AND NOT pinned ORDER BY updated_at",
             [user_id, cutoff],
@@ -154,9 +197,9 @@ class SessionMirror:
 
     async def messages(
         self, session_id: str, offset: int = 0, limit: int | None = None
-    ) -> list[tuple[int, dict[str, Any]]]:
-        """(seq, message) in conversation order, from ``offset``."""
-        sql = "SELECT seq, body FROM chat_messages WHERE session_id = ? ORDER BY seq"
+    ) -> list[dict[str, Any]]:
+        """Messages in conversation order, from ``offset``."""
+        sql = "SELECT body FROM chat_messages WHERE session_id = ? ORDER BY seq, record"
         params: list[Any] = [session_id]
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
@@ -164,37 +207,37 @@ class SessionMirror:
         elif offset:
             sql += " OFFSET ?"
             params.append(offset)
-        result = await self.sql.query(sql, params)
-        return [(seq, json.loads(body)) for seq, body in result.tuples()]
+        result = await self.query(sql, params)
+        return [json.loads(body) for body in result.column("body")]
 
     async def latest_messages(self, session_id: str, limit: int) -> list[dict[str, Any]]:
-        result = await self.sql.query(
-            "SELECT body FROM (SELECT seq, body FROM chat_messages WHERE session_id = ? "
-            "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+        result = await self.query(
+            "SELECT body FROM (SELECT seq, record, body FROM chat_messages WHERE session_id = ? "
+            "ORDER BY seq DESC, record DESC LIMIT ?) ORDER BY seq, record",
             [session_id, limit],
         )
         return [json.loads(body) for body in result.column("body")]
 
-    async def message(self, session_id: str, message_id: str) -> tuple[int, dict[str, Any]] | None:
-        """(seq, message) of one message by id, or None."""
-        result = await self.sql.query(
-            "SELECT seq, body FROM chat_messages WHERE session_id = ? AND id = ? LIMIT 1",
+    async def message(self, session_id: str, message_id: str) -> tuple[str, dict[str, Any]] | None:
+        """(record name, message) of one message by id, or None."""
+        result = await self.query(
+            "SELECT record, body FROM chat_messages WHERE session_id = ? AND id = ? LIMIT 1",
             [session_id, message_id],
         )
         if not len(result):
             return None
-        seq, body = result.tuples()[0]
-        return seq, json.loads(body)
+        record, body = result.tuples()[0]
+        return record, json.loads(body)
 
-    async def next_seq(self, session_id: str) -> int:
-        result = await self.sql.query(
-            "SELECT coalesce(max(seq) + 1, 0) AS next FROM chat_messages WHERE session_id = ?",
-            [session_id],
+    async def max_seqs(self) -> dict[str, int]:
+        """The highest message seq of every session, to continue numbering after a start."""
+        result = await self.query(
+            "SELECT session_id, max(seq) AS top FROM chat_messages GROUP BY session_id", []
         )
-        return int(result.scalar())
+        return dict(result.tuples())
 
     async def message_count(self, session_id: str) -> int:
-        result = await self.sql.query(
+        result = await self.query(
             "SELECT count(*) AS n FROM chat_messages WHERE session_id = ?", [session_id]
         )
         return int(result.scalar())

@@ -1,12 +1,13 @@
 """Where sessions and messages live in the ``local`` mount: one record each.
 
     local:memory/sessions/<sessionId>            ChatSessionMeta JSON
-    local:memory/messages/<sessionId>/<seq>      ChatHistoryItem JSON, seq zero-padded
+    local:memory/messages/<sessionId>/<seq>-<writer>   ChatHistoryItem JSON
     local:memory/active/<userId>/<characterId>   the active session id
 
 A message is its own record, so a turn writes one small record whatever the session's
 length (AIRI rewrites the whole session). The zero-padded sequence keeps IndexedDB's key
-order equal to the conversation's order.
+order equal to the conversation's order; the writer (a random id per open system, that
+is per tab) keeps two tabs that add to one session at once from ever taking the same key.
 """
 
 SESSIONS = "local:memory:sessions"
@@ -23,14 +24,19 @@ def messages_prefix(session_id: str) -> str:
     return f"{MESSAGES}:{session_id}"
 
 
-def message_key(session_id: str, seq: int) -> str:
-    return f"{MESSAGES}:{session_id}:{seq:0{SEQ_DIGITS}d}"
+def record_name(seq: int, writer: str) -> str:
+    """The last key segment of a message record: sorts by seq, unique per writer."""
+    return f"{seq:0{SEQ_DIGITS}d}-{writer}"
 
 
-def parse_message_key(key: str) -> tuple[str, int]:
-    """(session id, seq) from a message record's full key."""
-    session_id, seq = key[len(MESSAGES) + 1 :].rsplit(":", 1)
-    return session_id, int(seq)
+def message_key(session_id: str, record: str) -> str:
+    return f"{MESSAGES}:{session_id}:{record}"
+
+
+def parse_message_key(key: str) -> tuple[str, str, int]:
+    """(session id, record name, seq) from a message record's full key."""
+    session_id, record = key[len(MESSAGES) + 1 :].rsplit(":", 1)
+    return session_id, record, int(record.split("-", 1)[0])
 
 
 def active_key(user_id: str, character_id: str) -> str:

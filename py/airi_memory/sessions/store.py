@@ -1,13 +1,16 @@
 """``SessionStore``: the seed's session store, durable per message.
 
-Every write goes through one ``PersistQueue`` and is one storage batch: the message
-record and its session's updated meta commit in the same IndexedDB transaction, so the
-session list and the messages agree after a crash at any point. Only after the commit
-is the DuckDB mirror updated and the cache invalidated, and only then does the caller's
-promise resolve: a resolved ``addMessage`` is on disk.
+Every write goes through one ``PersistQueue`` and is one storage batch: a message record
+and its session's ``updatedAt`` commit in the same IndexedDB transaction, so the session
+list and the messages agree after a crash at any point. Session fields change by merge
+patches applied inside that transaction, so two tabs editing different fields never
+undo each other. Only after the commit is the DuckDB mirror fed and the cache
+invalidated, and only then does the caller's promise resolve: a resolved ``addMessage``
+is on disk.
 """
 
 import json
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +25,7 @@ from ..models import (
 from ..storage import Storage
 from . import records
 from .cache import MessageCache
-from .mirror import SessionMirror, message_row, session_row
+from .mirror import SessionMirror, session_row, stored_message_row
 from .queue import PersistQueue
 
 _SESSION_OPTIONS = {"title", "characterId", "userId", "tags", "pinned", "systemPrompt"}
@@ -40,6 +43,12 @@ def _options(raw: Any, allowed: set[str], what: str) -> dict[str, Any]:
     return raw
 
 
+def _count(value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidValueError(f"{what} must be a non-negative integer")
+    return value
+
+
 class SessionStore:
     def __init__(
         self,
@@ -55,6 +64,8 @@ class SessionStore:
         self.cache = cache
         self.clock = clock
         self.queue = PersistQueue()
+        self.writer = secrets.token_hex(4)  # this open system's mark on the records it adds
+        self._metas: dict[str, ChatSessionMeta] = {}
         self._next_seq: dict[str, int] = {}
 
     @classmethod
@@ -68,25 +79,32 @@ class SessionStore:
     ) -> "SessionStore":
         store = cls(storage, mirror, user_id, MessageCache(cache_config or CacheConfig()), clock)
         await mirror.create()
-        await store._load_mirror()
+        await store._load()
         return store
 
-    async def _load_mirror(self) -> None:
-        """Fill DuckDB from the durable records: two range reads, two columnar inserts."""
-        sessions = [
-            session_row(ChatSessionMeta.model_validate(value))
-            for _, value in await self.storage.get_all(records.SESSIONS)
-            if isinstance(value, dict)
-        ]
-        messages = []
-        for key, value in await self.storage.get_all(records.MESSAGES):
+    async def _load(self) -> None:
+        """Fill DuckDB from the durable records: two range reads, two columnar inserts.
+
+        Records were validated when written; here they are only read, not re-validated.
+        """
+        for _, value in await self.storage.get_all(records.SESSIONS):
             if isinstance(value, dict):
-                session_id, seq = records.parse_message_key(key)
-                messages.append(message_row(session_id, seq, ChatHistoryItem.model_validate(value)))
-                self._next_seq[session_id] = max(self._next_seq.get(session_id, 0), seq + 1)
-        await self.mirror.load(sessions, messages)
+                meta = ChatSessionMeta.model_validate(value)
+                self._metas[meta.session_id] = meta
+        rows = []
+        for key, text in await self.storage.get_all(records.MESSAGES, raw=True):
+            session_id, record, _ = records.parse_message_key(key)
+            rows.append(stored_message_row(session_id, record, text))
+        await self.mirror.load([session_row(m) for m in self._metas.values()], rows)
+        self._next_seq = {sid: top + 1 for sid, top in (await self.mirror.max_seqs()).items()}
 
     # --- sessions -----------------------------------------------------------------
+    def require_session(self, session_id: str) -> ChatSessionMeta:
+        meta = self._metas.get(session_id) if isinstance(session_id, str) else None
+        if meta is None:
+            raise NotFoundError(f"no session {session_id!r}")
+        return meta
+
     async def create_session(self, options: Any = None) -> dict[str, Any]:
         opts = _options(options, _SESSION_OPTIONS, "createSession")
         now = self.clock()
@@ -116,31 +134,23 @@ class SessionStore:
 
     async def _write_session(self, meta: ChatSessionMeta, messages: list[ChatHistoryItem]) -> None:
         sid = meta.session_id
+        named = [(records.record_name(seq, self.writer), m) for seq, m in enumerate(messages)]
         sets = [(records.session_key(sid), meta.to_wire())]
-        sets += [(records.message_key(sid, seq), m.to_wire()) for seq, m in enumerate(messages)]
+        sets += [(records.message_key(sid, record), m.to_wire()) for record, m in named]
         await self.storage.write_batch(sets)
-        await self.mirror.put_session(meta)
-        for seq, message in enumerate(messages):
-            await self.mirror.add_message(sid, seq, message)
+        self._metas[sid] = meta
         self._next_seq[sid] = len(messages)
+        self.mirror.put_session(meta)
+        for record, message in named:
+            self.mirror.add_message(sid, record, message)
         self.cache.invalidate(sid)
 
     async def get_session(self, session_id: str) -> dict[str, Any] | None:
-        return await self.mirror.session(session_id)
-
-    async def require_session(self, session_id: str) -> ChatSessionMeta:
-        found = await self.mirror.session(session_id)
-        if found is None:
-            raise NotFoundError(f"no session {session_id!r}")
-        return ChatSessionMeta.model_validate(found)
+        meta = self._metas.get(session_id) if isinstance(session_id, str) else None
+        return meta.to_wire() if meta else None
 
     async def list_sessions(self, options: Any = None) -> list[dict[str, Any]]:
         opts = _options(options, _LIST_OPTIONS, "listSessions")
-        limit = opts.get("limit", 20)
-        offset = opts.get("offset", 0)
-        for name, value in (("limit", limit), ("offset", offset)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InvalidValueError(f"listSessions {name} must be a non-negative integer")
         tags = opts.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise InvalidValueError("listSessions tags must be a list of strings")
@@ -150,42 +160,47 @@ class SessionStore:
             opts.get("archived"),
             opts.get("pinned"),
             tags,
-            limit,
-            offset,
+            _count(opts.get("limit", 20), "listSessions limit"),
+            _count(opts.get("offset", 0), "listSessions offset"),
         )
 
     async def get_all_sessions(self) -> list[dict[str, Any]]:
         return await self.mirror.list_sessions(self.user_id)
 
-    async def _update_meta(self, session_id: str, label: str, **changes: Any) -> dict[str, Any]:
+    async def _patch_session(self, session_id: str, label: str, **changes: Any) -> dict[str, Any]:
+        """Change some fields: validated here, merged into the stored record there."""
+        self.require_session(session_id)
+
         async def task() -> dict[str, Any]:
-            meta = await self.require_session(session_id)
-            updated = validate_or_raise(ChatSessionMeta, {**meta.to_wire(), **changes})
-            await self.storage.write_batch([(records.session_key(session_id), updated.to_wire())])
-            await self.mirror.put_session(updated)
+            current = self.require_session(session_id)
+            updated = validate_or_raise(ChatSessionMeta, {**current.to_wire(), **changes})
+            patch = {k: v for k, v in updated.to_wire().items() if k in changes}
+            await self.storage.write_batch(patches=[(records.session_key(session_id), patch)])
+            self._metas[session_id] = updated
+            self.mirror.put_session(updated)
             return updated.to_wire()
 
         return await self.queue.run(label, task)
 
     async def rename_session(self, session_id: str, title: str) -> dict[str, Any]:
-        return await self._update_meta(
+        return await self._patch_session(
             session_id, "renameSession", title=title, updatedAt=self.clock()
         )
 
     async def pin_session(self, session_id: str, pinned: bool = True) -> dict[str, Any]:
-        return await self._update_meta(session_id, "pinSession", pinned=bool(pinned))
+        return await self._patch_session(session_id, "pinSession", pinned=bool(pinned))
 
     async def tag_session(self, session_id: str, tags: list[str]) -> dict[str, Any]:
-        return await self._update_meta(session_id, "tagSession", tags=tags)
+        return await self._patch_session(session_id, "tagSession", tags=tags)
 
     async def archive_session(self, session_id: str) -> dict[str, Any]:
-        return await self._update_meta(session_id, "archiveSession", archived=True)
+        return await self._patch_session(session_id, "archiveSession", archived=True)
 
     async def unarchive_session(self, session_id: str) -> dict[str, Any]:
-        return await self._update_meta(session_id, "unarchiveSession", archived=False)
+        return await self._patch_session(session_id, "unarchiveSession", archived=False)
 
     async def delete_session(self, session_id: str) -> bool:
-        await self.require_session(session_id)
+        self.require_session(session_id)
         await self.queue.run("deleteSession", lambda: self._delete_sessions([session_id]))
         return True
 
@@ -195,16 +210,15 @@ class SessionStore:
             await self.storage.write_batch(
                 removes=[records.session_key(sid)], remove_prefixes=[records.messages_prefix(sid)]
             )
-            await self.mirror.delete_sessions([sid])
+            self._metas.pop(sid, None)
             self._next_seq.pop(sid, None)
+            await self.mirror.delete_sessions([sid])
             self.cache.invalidate(sid)
 
     async def delete_old_sessions(self, options: Any) -> dict[str, Any]:
         """Delete sessions not updated for ``olderThan`` ms; pinned sessions are kept."""
         opts = _options(options, {"olderThan"}, "deleteOldSessions")
-        older_than = opts.get("olderThan")
-        if not isinstance(older_than, int) or isinstance(older_than, bool) or older_than < 0:
-            raise InvalidValueError("deleteOldSessions olderThan must be milliseconds (>= 0)")
+        older_than = _count(opts.get("olderThan"), "deleteOldSessions olderThan (ms)")
         ids = await self.mirror.session_ids_older_than(self.user_id, self.clock() - older_than)
         await self.queue.run("deleteOldSessions", lambda: self._delete_sessions(ids))
         return {"deleted": ids}
@@ -217,8 +231,7 @@ class SessionStore:
     async def set_active_session_id(self, session_id: str | None) -> str | None:
         if session_id is None:
             return None
-        meta = await self.require_session(session_id)
-        key = records.active_key(self.user_id, meta.character_id)
+        key = records.active_key(self.user_id, self.require_session(session_id).character_id)
         await self.queue.run(
             "setActiveSessionId", lambda: self.storage.write_batch([(key, json.dumps(session_id))])
         )
@@ -227,31 +240,28 @@ class SessionStore:
     # --- messages -----------------------------------------------------------------
     async def add_message(self, session_id: str, message: Any) -> dict[str, Any]:
         item = validate_or_raise(ChatHistoryItem, message, "message")
+        self.require_session(session_id)
 
         async def task() -> dict[str, Any]:
-            meta = await self.require_session(session_id)
-            seq = await self._allocate_seq(session_id)
-            touched = meta.model_copy(update={"updated_at": max(self.clock(), meta.updated_at)})
+            meta = self.require_session(session_id)
+            seq = self._next_seq.get(session_id, 0)
+            record = records.record_name(seq, self.writer)
+            now = max(self.clock(), meta.updated_at)
             await self.storage.write_batch(
-                [
-                    (records.message_key(session_id, seq), item.to_wire()),
-                    (records.session_key(session_id), touched.to_wire()),
-                ]
+                [(records.message_key(session_id, record), item.to_wire())],
+                patches=[(records.session_key(session_id), {"updatedAt": now})],
             )
             self._next_seq[session_id] = seq + 1
-            await self.mirror.add_message(session_id, seq, item)
-            await self.mirror.put_session(touched)
+            touched = meta.model_copy(update={"updated_at": now})
+            self._metas[session_id] = touched
+            self.mirror.add_message(session_id, record, item)
+            self.mirror.put_session(touched)
             self.cache.invalidate(session_id)
             return item.to_wire()
 
         return await self.queue.run("addMessage", task)
 
-    async def _allocate_seq(self, session_id: str) -> int:
-        if session_id not in self._next_seq:
-            self._next_seq[session_id] = await self.mirror.next_seq(session_id)
-        return self._next_seq[session_id]
-
-    async def _message(self, session_id: str, message_id: str) -> tuple[int, dict[str, Any]]:
+    async def _message(self, session_id: str, message_id: str) -> tuple[str, dict[str, Any]]:
         found = await self.mirror.message(session_id, message_id)
         if found is None:
             raise NotFoundError(f"no message {message_id!r} in session {session_id!r}")
@@ -264,10 +274,11 @@ class SessionStore:
             raise InvalidValueError("updateMessage cannot change a message's id")
 
         async def task() -> dict[str, Any]:
-            seq, body = await self._message(session_id, message_id)
+            record, body = await self._message(session_id, message_id)
             item = validate_or_raise(ChatHistoryItem, {**body, **patch}, "patch")
-            await self.storage.write_batch([(records.message_key(session_id, seq), item.to_wire())])
-            await self.mirror.replace_message(session_id, seq, item)
+            key = records.message_key(session_id, record)
+            await self.storage.write_batch([(key, item.to_wire())])
+            await self.mirror.replace_message(session_id, record, item)
             self.cache.invalidate(session_id)
             return item.to_wire()
 
@@ -275,9 +286,9 @@ class SessionStore:
 
     async def delete_message(self, session_id: str, message_id: str) -> bool:
         async def task() -> bool:
-            seq, _ = await self._message(session_id, message_id)
-            await self.storage.write_batch(removes=[records.message_key(session_id, seq)])
-            await self.mirror.delete_message(session_id, seq)
+            record, _ = await self._message(session_id, message_id)
+            await self.storage.write_batch(removes=[records.message_key(session_id, record)])
+            await self.mirror.delete_message(session_id, record)
             self.cache.invalidate(session_id)
             return True
 
@@ -288,8 +299,8 @@ class SessionStore:
         cached = self.cache.get(session_id)
         if cached is not None:
             return cached
-        await self.require_session(session_id)
-        messages = [body for _, body in await self.mirror.messages(session_id)]
+        self.require_session(session_id)
+        messages = await self.mirror.messages(session_id)
         self.cache.put(session_id, messages)
         return messages
 
@@ -300,10 +311,10 @@ class SessionStore:
         """One batch for ``streamMessages``: ``limit`` messages from ``offset``."""
         if not isinstance(limit, int) or not 1 <= limit <= 10_000:
             raise InvalidValueError("batchSize must be an integer from 1 to 10000")
-        return [body for _, body in await self.mirror.messages(session_id, offset, limit)]
+        return await self.mirror.messages(session_id, _count(offset, "offset"), limit)
 
     async def latest_messages(self, session_id: str, limit: int = 50) -> list[dict[str, Any]]:
-        return await self.mirror.latest_messages(session_id, limit)
+        return await self.mirror.latest_messages(session_id, _count(limit, "limit"))
 
     async def persist_session_messages(self, session_id: str) -> dict[str, Any]:
         """Messages are written as they arrive; this waits until every queued write is done."""
@@ -316,7 +327,7 @@ class SessionStore:
         at_index = opts.get("atIndex")
         if not isinstance(parent_id, str):
             raise InvalidValueError("forkSession fromSessionId must be a session id")
-        parent = await self.require_session(parent_id)
+        parent = self.require_session(parent_id)
         messages = await self.load_session_messages(parent_id)
         if not isinstance(at_index, int) or isinstance(at_index, bool):
             raise InvalidValueError("forkSession atIndex must be an integer")
@@ -342,6 +353,27 @@ class SessionStore:
         copies = [ChatHistoryItem.model_validate(m) for m in messages[:at_index]]
         await self.queue.run("forkSession", lambda: self._write_session(fork, copies))
         return fork.to_wire()
+
+    async def import_batch(
+        self, sessions: list[tuple[ChatSessionMeta, list[ChatHistoryItem]]]
+    ) -> int:
+        """Write whole sessions in ONE storage batch (all or nothing); returns messages."""
+        sets, session_rows, message_rows = [], [], []
+        for meta, messages in sessions:
+            sid = meta.session_id
+            sets.append((records.session_key(sid), meta.to_wire()))
+            session_rows.append(session_row(meta))
+            for seq, message in enumerate(messages):
+                record = records.record_name(seq, self.writer)
+                text = json.dumps(message.to_wire(), ensure_ascii=False)
+                sets.append((records.message_key(sid, record), text))
+                message_rows.append(stored_message_row(sid, record, text))
+        await self.storage.write_batch(sets)
+        for meta, messages in sessions:
+            self._metas[meta.session_id] = meta
+            self._next_seq[meta.session_id] = len(messages)
+        await self.mirror.load(session_rows, message_rows)
+        return len(message_rows)
 
     def stats(self) -> dict[str, Any]:
         return {"cache": self.cache.stats(), "queue": self.queue.stats()}

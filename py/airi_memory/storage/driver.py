@@ -5,6 +5,7 @@ does routing and key rules once, for every driver. Only ``has_item`` and ``get_i
 are essential; the batch and raw methods fall back to the simple ones.
 """
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -53,14 +54,24 @@ class Driver(ABC):
         sets: Sequence[tuple[str, Any]],
         removes: Sequence[str] = (),
         remove_prefixes: Sequence[str] = (),
+        patches: Sequence[tuple[str, str]] = (),
     ) -> None:
-        """Prefix removals, removals, then sets, as one unit where the driver can (IndexedDB:
-        one transaction, so a crash or a full disk leaves all of it or none)."""
+        """Prefix removals, removals, sets, then patches, as one unit where the driver can
+        (IndexedDB: one transaction, so a crash or a full disk leaves all of it or none).
+
+        A patch is JSON text of an object merged into the stored JSON object at its key (a
+        missing or non-object record is left alone): two tabs changing different fields
+        of one record both win, where rewriting the whole record would lose one.
+        """
         for prefix in remove_prefixes:
             await self.clear(prefix)
         for key in removes:
             await self.remove_item(key)
         await self.set_items(sets)
+        for key, patch in patches:
+            merged = merge_json_object(await self.get_item(key), patch)
+            if merged is not None:
+                await self.set_item(key, merged)
 
     async def get_all(self, prefix: str) -> list[tuple[str, Any]]:
         """Every (key, value) under ``prefix`` in key order; one read where the driver can."""
@@ -69,3 +80,14 @@ class Driver(ABC):
 
     async def dispose(self) -> None:
         """Release resources; the default driver holds none."""
+
+
+def merge_json_object(stored: Any, patch: str) -> str | None:
+    """``stored`` (JSON text of an object) with ``patch``'s fields over it, or None."""
+    try:
+        current = json.loads(stored) if isinstance(stored, str) else None
+    except ValueError:
+        return None
+    if not isinstance(current, dict):
+        return None
+    return json.dumps({**current, **json.loads(patch)}, ensure_ascii=False, separators=(",", ":"))

@@ -73,12 +73,14 @@ class IndexedDbDriver(Driver):
         sets: Sequence[tuple[str, Any]],
         removes: Sequence[str] = (),
         remove_prefixes: Sequence[str] = (),
+        patches: Sequence[tuple[str, str]] = (),
     ) -> None:
         entries = to_js([[self._key(key), value] for key, value in sets])
         deleted = to_js([self._key(key) for key in removes])
         prefixes = to_js([self._key(prefix) for prefix in remove_prefixes])
+        merges = to_js([[self._key(key), patch] for key, patch in patches])
         try:
-            await self._store.apply(entries, deleted, prefixes)
+            await self._store.apply(entries, deleted, prefixes, merges)
         except JsException as error:
             if "QuotaExceededError" in str(error):
                 raise StorageQuotaError(

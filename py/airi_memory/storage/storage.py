@@ -141,6 +141,7 @@ class Storage:
         sets: Iterable[tuple[str, Any]] = (),
         removes: Iterable[str] = (),
         remove_prefixes: Iterable[str] = (),
+        patches: Iterable[tuple[str, dict[str, Any]]] = (),
     ) -> None:
         """Several writes to one mount as a single unit (one IndexedDB transaction).
 
@@ -150,7 +151,8 @@ class Storage:
         prepared = [(self._route(item_key(k)), stringify(v, item_key(k))) for k, v in sets]
         removed = [self._route(item_key(key)) for key in removes]
         prefixes = [self._route(base_key(prefix)) for prefix in remove_prefixes]
-        routes = [route for route, _ in prepared] + removed + prefixes
+        merges = [(self._route(item_key(k)), stringify(p, item_key(k))) for k, p in patches]
+        routes = [route for route, _ in prepared] + removed + prefixes + [r for r, _ in merges]
         if not routes:
             return
         drivers = {id(route.driver) for route in routes}
@@ -161,12 +163,16 @@ class Storage:
             [(route.relative_key, text) for route, text in prepared],
             [route.relative_key for route in removed],
             [route.relative_key for route in prefixes],
+            [(route.relative_key, text) for route, text in merges],
         )
 
-    async def get_all(self, prefix: str) -> list[tuple[str, Any]]:
-        """Every (key, parsed value) under ``prefix`` (inside one mount), in key order."""
+    async def get_all(self, prefix: str, raw: bool = False) -> list[tuple[str, Any]]:
+        """Every (key, value) under ``prefix`` (inside one mount), in key order; parsed as
+        ``get_item`` would, or with ``raw`` the stored text itself."""
         route = self._route(base_key(prefix))
         found = await route.driver.get_all(route.relative_key)
+        if raw:
+            return [(route.base + key, value) for key, value in found]
         return [(route.base + key, destr(value)) for key, value in found]
 
     # --- keys ---------------------------------------------------------------------
