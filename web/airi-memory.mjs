@@ -17,7 +17,8 @@ export async function createMemorySystem(options = {}) {
     type: "module",
     name: "airi-memory",
   });
-  const rpc = connect(worker);
+  const events = new EventTarget();
+  const rpc = connect(worker, events);
   let info;
   try {
     info = await rpc.send({ kind: "boot", options: pythonOptions });
@@ -30,6 +31,9 @@ export async function createMemorySystem(options = {}) {
   const sessions = createSessionsFacade(call, info.activeSessionId);
 
   return {
+    /** "change" events: another tab wrote sessions/messages; detail.sessionIds names them. */
+    addEventListener: events.addEventListener.bind(events),
+    removeEventListener: events.removeEventListener.bind(events),
     /** Milliseconds from createMemorySystem() to ready. */
     ready,
     userId: info.userId,
@@ -94,7 +98,7 @@ function createSessionsFacade(call, initialActiveSessionId) {
     "pinSession", "tagSession", "archiveSession", "unarchiveSession", "deleteSession",
     "deleteOldSessions", "addMessage", "updateMessage", "deleteMessage",
     "loadSessionMessages", "getSessionMessages", "latestMessages",
-    "persistSessionMessages", "forkSession", "getActiveSessionId", "stats",
+    "persistSessionMessages", "forkSession", "getActiveSessionId", "stats", "snapshot", "sync",
   ];
   const facade = Object.fromEntries(names.map((name) => [name, (...args) => call(`sessions.${name}`, ...args)]));
   let active = initialActiveSessionId ?? null;
@@ -129,7 +133,7 @@ function createSessionsFacade(call, initialActiveSessionId) {
   return facade;
 }
 
-function connect(worker) {
+function connect(worker, events) {
   const pending = new Map();
   let nextId = 0;
   let closedError = null;
@@ -139,6 +143,10 @@ function connect(worker) {
     pending.clear();
   };
   worker.onmessage = ({ data }) => {
+    if (data.event) {
+      events.dispatchEvent(new CustomEvent(data.event, { detail: data.detail }));
+      return;
+    }
     const entry = pending.get(data.id);
     if (!entry) return;
     pending.delete(data.id);

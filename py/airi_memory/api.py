@@ -64,10 +64,11 @@ class MemorySystem:
         sql: SqlEngine,
         raw_options: object,
         clock: Callable[[], int] = now_ms,
+        publish: Callable[[str], None] | None = None,
     ) -> "MemorySystem":
         options = parse_options(raw_options)
         sessions = await SessionStore.open(
-            storage, SessionMirror(sql), options.user_id, options.cache, clock
+            storage, SessionMirror(sql), options.user_id, options.cache, clock, publish
         )
         return cls(storage, sql, options, sessions)
 
@@ -161,6 +162,8 @@ _SESSION_METHODS = {
     "latestMessages": "latest_messages",
     "persistSessionMessages": "persist_session_messages",
     "forkSession": "fork_session",
+    "snapshot": "snapshot",
+    "sync": "sync",
 }
 
 

@@ -383,4 +383,60 @@ async def case_analytics(open_system):
     assert stats["totals"] == {"sessions": 2, "messages": 3, "characters": 14, "estimatedTokens": 4}
 
 
+async def case_snapshot_plus_journal_restores_everything(open_system):
+    system = await open_system(clock=Clock())
+    s = system.sessions
+    keep = (await s.create_session({"title": "Keep"}))["sessionId"]
+    gone = (await s.create_session({"title": "Gone"}))["sessionId"]
+    early = [
+        await s.add_message(keep, {"role": "user", "content": f"early {i}"}) for i in range(20)
+    ]
+    await s.add_message(gone, {"role": "user", "content": "bye"})
+    report = await s.snapshot()
+    assert report["bytes"] > 0 and report["journalRecordsCovered"] >= 23
+    assert s.stats()["journalSinceSnapshot"] == 0
+    assert await system.storage.get_keys("local:memory:journal") == []
+    # Changes after the snapshot live only in the journal until the next one.
+    late = [
+        await s.add_message(keep, {"role": "assistant", "content": f"late {i}"}) for i in range(5)
+    ]
+    edited = await s.update_message(keep, early[3]["id"], {"content": "edited"})
+    await s.delete_message(keep, early[0]["id"])
+    await s.delete_session(gone)
+    await s.rename_session(keep, "Kept and renamed")
+    expected = [*early[1:3], edited, *early[4:], *late]
+    restarted = await open_system(clock=Clock())
+    assert await restarted.sessions.load_session_messages(keep) == expected
+    assert await restarted.sessions.get_session(gone) is None
+    assert (await restarted.sessions.get_session(keep))["title"] == "Kept and renamed"
+    assert (await restarted.analytics())["totals"]["messages"] == len(expected)
+    after = await restarted.sessions.add_message(keep, {"role": "user", "content": "next"})
+    assert (await restarted.sessions.latest_messages(keep, 1)) == [after]
+
+
+async def case_two_writers_on_one_store_lose_nothing(open_system):
+    first = await open_system(clock=Clock(), separate_engine=True)
+    sid = (await first.sessions.create_session({"title": "Shared"}))["sessionId"]
+    second = await open_system(clock=Clock(), separate_engine=True)
+    for i in range(5):  # interleaved, as two tabs would
+        await first.sessions.add_message(sid, {"role": "user", "content": f"tab one {i}"})
+        await second.sessions.add_message(sid, {"role": "user", "content": f"tab two {i}"})
+    await first.sessions.rename_session(sid, "Renamed in tab one")
+    await second.sessions.add_message(sid, {"role": "assistant", "content": "tab two after rename"})
+    # Tab two learns of tab one's writes from their journal records (BroadcastChannel's job).
+    synced = await second.sessions.sync([first.sessions.last_journal_key])
+    assert synced["sessionIds"] == [sid]
+    await second.sessions.sync()
+    contents = [m["content"] for m in await second.sessions.load_session_messages(sid)]
+    assert sorted(contents) == sorted(
+        [f"tab one {i}" for i in range(5)]
+        + [f"tab two {i}" for i in range(5)]
+        + ["tab two after rename"]
+    )
+    restarted = await open_system()
+    stored = [m["content"] for m in await restarted.sessions.load_session_messages(sid)]
+    assert sorted(stored) == sorted(contents)
+    assert (await restarted.sessions.get_session(sid))["title"] == "Renamed in tab one"
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -152,3 +152,34 @@ def test_analytics_and_storage_estimate(web):
         "estimatedTokens": 2,
     }
     assert result["estimate"]["quota"] > 0 and result["estimate"]["usage"] >= 0
+
+
+def test_two_tabs_see_each_others_writes_and_lose_nothing(web):
+    web.open_harness()
+    web.boot()
+    other = web.page.context.new_page()
+    other.set_default_timeout(60_000)
+    other.goto(f"{web.base_url}/__e2e__/page.html")
+    boot = "async () => { const { createMemorySystem } = await import('/airi-memory.mjs'); window.memory = await createMemorySystem({ userId: 'e2e' }); window.changes = []; memory.addEventListener('change', (e) => changes.push(e.detail)); }"
+    web.evaluate(boot)
+    other.evaluate(boot)
+    sid = web.evaluate("async () => (await memory.sessions.createSession({ title: 'Shared' })).sessionId")
+    other.wait_for_function("changes.length > 0")
+    # Both tabs write at the same time: each call starts the loop and returns at once.
+    writes = """([sid, tab]) => {
+        window.writing = (async () => {
+            for (let i = 0; i < 20; i++) await memory.sessions.addMessage(sid, { role: 'user', content: `${tab} ${i}` });
+        })();
+    }"""
+    web.evaluate(writes, [sid, "one"])
+    other.evaluate(writes, [sid, "two"])
+    web.evaluate("() => window.writing")
+    other.evaluate("() => window.writing")
+    web.page.wait_for_function("async (sid) => (await memory.sessions.loadSessionMessages(sid)).length === 40", arg=sid)
+    other.wait_for_function("async (sid) => (await memory.sessions.loadSessionMessages(sid)).length === 40", arg=sid)
+    assert other.evaluate("(sid) => memory.sessions.getSession(sid).then((m) => m.title)", sid) == "Shared"
+    other.close()
+    web.page.reload()
+    web.boot()
+    contents = web.evaluate("async (sid) => (await memory.sessions.loadSessionMessages(sid)).map((m) => m.content)", sid)
+    assert sorted(contents) == sorted([f"one {i}" for i in range(20)] + [f"two {i}" for i in range(20)])

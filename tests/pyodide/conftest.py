@@ -37,6 +37,7 @@ def browser_host(selenium):
         """
         if (!globalThis.airiHost) {
             const { createBrowserHost } = await import('./host.mjs');
+            globalThis.createAiriHost = createBrowserHost;
             globalThis.airiHost = await createBrowserHost({ runtimeUrl: new URL('./', location.href).href });
         }
         """

@@ -12,7 +12,8 @@ SOURCE = (Path(__file__).parent.parent / "contract" / "sessions_contract.py").re
 
 @run_in_pyodide(packages=["airi-memory"])
 async def run_sessions_case(selenium, source: str, case_name: str) -> str:
-    from js import airiHost
+    from js import Object, airiHost
+    from pyodide.ffi import to_js
 
     from airi_memory.api import MemorySystem
     from airi_memory.sql.wasm import WasmDuckDb
@@ -23,13 +24,22 @@ async def run_sessions_case(selenium, source: str, case_name: str) -> str:
     exec(compile(source, "sessions_contract.py", "exec"), namespace)
     await airiHost.idb.open("keyval-store", "keyval").clear("")
 
-    async def open_system(clock=None, **options):
+    async def open_system(clock=None, separate_engine=False, **options):
+        sql = airiHost.sql
+        if separate_engine:  # a second tab has its own DuckDB
+            from js import createAiriHost, location
+
+            sql = (
+                await createAiriHost(
+                    to_js({"runtimeUrl": location.href}, dict_converter=Object.fromEntries)
+                )
+            ).sql
         storage = Storage(MemoryDriver())
         storage.mount("local", IndexedDbDriver(airiHost.idb, base="airi-local"))
         storage.mount("outbox", IndexedDbDriver(airiHost.idb, base="airi-sync-queue"))
         extra = {"clock": clock} if clock else {}
         options = {"userId": "tester", **options}
-        return await MemorySystem.open(storage, WasmDuckDb(airiHost.sql), options, **extra)
+        return await MemorySystem.open(storage, WasmDuckDb(sql), options, **extra)
 
     await namespace[case_name](open_system)
     return case_name

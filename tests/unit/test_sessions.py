@@ -17,7 +17,7 @@ def system_factory(kind: str, tmp_path):
     """``open_system`` for the contract: same durable drivers every time, fresh DuckDB."""
     drivers = {"local": MemoryDriver(), "outbox": MemoryDriver()}
 
-    async def open_system(clock=None, **options):
+    async def open_system(clock=None, separate_engine=False, **options):
         storage = Storage(MemoryDriver())
         if kind == "memory":
             storage.mount("local", drivers["local"]).mount("outbox", drivers["outbox"])

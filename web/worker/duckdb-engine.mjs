@@ -1,7 +1,17 @@
 // DuckDB-WASM behind the small surface the Python SQL port needs: bound parameters,
 // results by column (typed arrays where the column allows), inserts as Arrow tables.
 import * as duckdb from "@duckdb/duckdb-wasm";
-import { Bool, Float64, Table, Utf8, makeData, makeVector, vectorFromArray } from "apache-arrow";
+import {
+  Bool,
+  Float64,
+  Table,
+  Utf8,
+  makeData,
+  makeVector,
+  tableFromIPC,
+  tableToIPC,
+  vectorFromArray,
+} from "apache-arrow";
 
 const NUMERIC_TYPE_IDS = new Set([2, 3]); // Arrow Type.Int, Type.Float
 
@@ -68,6 +78,23 @@ export async function openDuckDb(runtimeUrl) {
         await connection.query(`DROP TABLE IF EXISTS ${staging}`);
       }
       return columns.length ? columns[0].length : 0;
+    },
+    /** A query's result as one Arrow IPC stream (a snapshot to keep in IndexedDB). */
+    async exportArrow(sql) {
+      return tableToIPC(await connection.query(sql), "stream");
+    },
+    /** Rows from exportArrow bytes appended to an existing table, by column name. */
+    async importArrow(table, bytes) {
+      const rows = tableFromIPC(bytes);
+      if (rows.numRows === 0) return 0;
+      const staging = `__airi_staging_${++temporaryCount}`;
+      await connection.insertArrowTable(rows, { name: staging, create: true });
+      try {
+        await connection.query(`INSERT INTO ${table} BY NAME SELECT * FROM ${staging}`);
+      } finally {
+        await connection.query(`DROP TABLE IF EXISTS ${staging}`);
+      }
+      return rows.numRows;
     },
     async close() {
       for (const statement of prepared.values()) await statement.close();

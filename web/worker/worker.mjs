@@ -34,7 +34,17 @@ async function boot(options) {
     timed("duckdb", createBrowserHost({ runtimeUrl })),
     fetch(`${runtimeUrl}build-info.json`).then((response) => response.json()),
   ]);
-  api = await timed("python", browser.boot(host, pyodide.toPy(options)));
+  // Tabs of one origin tell each other which journal records they wrote; each applies
+  // the others' to its own DuckDB mirror and tells its page.
+  const channel = new BroadcastChannel("airi-memory");
+  const publish = (journalKey) => channel.postMessage({ journalKey });
+  api = await timed("python", browser.boot(host, pyodide.toPy(options), publish));
+  channel.onmessage = async ({ data }) => {
+    const reply = JSON.parse(await call("sessions.sync", [[data.journalKey]]));
+    if (reply.ok && reply.value.sessionIds.length) {
+      self.postMessage({ event: "change", detail: { ...reply.value, source: "other-tab" } });
+    }
+  };
   const info = JSON.parse(await api.dispatch("info", pyodide.toPy([])));
   // Each phase: milliseconds from the start of boot until it finished.
   return { ...info.value, buildInfo, bootMs: performance.now() - started, bootPhases: phases };

@@ -35,9 +35,12 @@ class BrowserApi:
             return to_js(reply, dict_converter=Object.fromEntries)
 
 
-async def boot(host: Any, options: Any) -> BrowserApi:
+async def boot(host: Any, options: Any, publish: Any = None) -> BrowserApi:
+    """``publish(journalKey)`` (from the worker) tells other tabs what this one wrote."""
     storage = Storage(MemoryDriver())
     storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE))
     storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE))
-    system = await MemorySystem.open(storage, WasmDuckDb(host.sql), _to_python(options) or {})
+    system = await MemorySystem.open(
+        storage, WasmDuckDb(host.sql), _to_python(options) or {}, publish=publish
+    )
     return BrowserApi(system)

@@ -113,6 +113,9 @@ class SessionMirror:
     def add_message(self, session_id: str, record: str, item: ChatHistoryItem) -> None:
         self._pending_messages.append(message_row(session_id, record, item))
 
+    def add_stored_message(self, session_id: str, record: str, text: str) -> None:
+        self._pending_messages.append(stored_message_row(session_id, record, text))
+
     async def flush(self) -> None:
         """Write buffered rows; every read and every non-append write calls this first."""
         sessions, self._pending_sessions = list(self._pending_sessions.values()), {}
@@ -141,6 +144,23 @@ class SessionMirror:
         await self.sql.execute(
             "DELETE FROM chat_messages WHERE session_id = ? AND record = ?", [session_id, record]
         )
+
+    async def delete_records(self, records: Sequence[tuple[str, str]]) -> None:
+        """Delete many (session id, record) rows with one set-based statement."""
+        await self.flush()
+        if not records:
+            return
+        await self.sql.execute(
+            "CREATE OR REPLACE TEMP TABLE doomed (session_id VARCHAR, record VARCHAR)"
+        )
+        await self.sql.insert_columns(
+            "doomed", {"session_id": [s for s, _ in records], "record": [r for _, r in records]}
+        )
+        await self.sql.execute(
+            "DELETE FROM chat_messages USING doomed WHERE chat_messages.session_id = "
+            "doomed.session_id AND chat_messages.record = doomed.record"
+        )
+        await self.sql.execute("DROP TABLE doomed")
 
     async def delete_sessions(self, session_ids: Sequence[str]) -> None:
         await self.flush()

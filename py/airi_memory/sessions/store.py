@@ -9,6 +9,7 @@ invalidated, and only then does the caller's promise resolve: a resolved ``addMe
 is on disk.
 """
 
+import asyncio
 import json
 import secrets
 from collections.abc import Callable
@@ -25,8 +26,11 @@ from ..models import (
 from ..storage import Storage
 from . import records
 from .cache import MessageCache
+from .journal import JOURNAL, SNAPSHOT, Journal
 from .mirror import SessionMirror, session_row, stored_message_row
 from .queue import PersistQueue
+
+SNAPSHOT_AFTER = 500  # journal records since the last snapshot before a new one is taken
 
 _SESSION_OPTIONS = {"title", "characterId", "userId", "tags", "pinned", "systemPrompt"}
 _LIST_OPTIONS = {"limit", "offset", "userId", "characterId", "archived", "pinned", "tags"}
@@ -57,16 +61,22 @@ class SessionStore:
         user_id: str,
         cache: MessageCache,
         clock: Callable[[], int] = now_ms,
+        publish: Callable[[str], None] | None = None,
     ) -> None:
         self.storage = storage
+        self.publish = publish  # tells other tabs a journal record to apply
         self.mirror = mirror
         self.user_id = user_id
         self.cache = cache
         self.clock = clock
         self.queue = PersistQueue()
         self.writer = secrets.token_hex(4)  # this open system's mark on the records it adds
+        self.journal = Journal(self.writer)
+        self.snapshot_after = SNAPSHOT_AFTER
         self._metas: dict[str, ChatSessionMeta] = {}
         self._next_seq: dict[str, int] = {}
+        self._background: set[Any] = set()
+        self.last_journal_key: str | None = None
 
     @classmethod
     async def open(
@@ -76,14 +86,17 @@ class SessionStore:
         user_id: str,
         cache_config: CacheConfig | None = None,
         clock: Callable[[], int] = now_ms,
+        publish: Callable[[str], None] | None = None,
     ) -> "SessionStore":
-        store = cls(storage, mirror, user_id, MessageCache(cache_config or CacheConfig()), clock)
+        cache = MessageCache(cache_config or CacheConfig())
+        store = cls(storage, mirror, user_id, cache, clock, publish)
         await mirror.create()
         await store._load()
         return store
 
     async def _load(self) -> None:
-        """Fill DuckDB from the durable records: two range reads, two columnar inserts.
+        """Fill DuckDB: from the snapshot plus the journal when there is one (fast), else
+        from every record (two range reads, two columnar inserts), then take a snapshot.
 
         Records were validated when written; here they are only read, not re-validated.
         """
@@ -91,12 +104,110 @@ class SessionStore:
             if isinstance(value, dict):
                 meta = ChatSessionMeta.model_validate(value)
                 self._metas[meta.session_id] = meta
-        rows = []
-        for key, text in await self.storage.get_all(records.MESSAGES, raw=True):
-            session_id, record, _ = records.parse_message_key(key)
-            rows.append(stored_message_row(session_id, record, text))
-        await self.mirror.load([session_row(m) for m in self._metas.values()], rows)
+        await self.mirror.load([session_row(m) for m in self._metas.values()], [])
+        snapshot = await self.storage.get_item_raw(SNAPSHOT)
+        if snapshot:
+            await self.mirror.sql.import_table("chat_messages", bytes(snapshot))
+            await self._replay(await self.storage.get_all(JOURNAL))
+        else:
+            rows = []
+            for key, text in await self.storage.get_all(records.MESSAGES, raw=True):
+                session_id, record, _ = records.parse_message_key(key)
+                rows.append(stored_message_row(session_id, record, text))
+            await self.mirror.load([], rows)
+            self.journal.applied.update(k for k in await self.storage.get_keys(JOURNAL))
+            if rows:
+                self._in_background(self.snapshot)
         self._next_seq = {sid: top + 1 for sid, top in (await self.mirror.max_seqs()).items()}
+
+    def _in_background(self, job: Callable[[], Any]) -> None:
+        """Run ``job`` after the current call returns; keep a reference until it ends."""
+        task = asyncio.get_running_loop().create_task(job())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def snapshot(self) -> dict[str, Any]:
+        """Save ``chat_messages`` as bytes and drop the journal records it covers."""
+
+        async def task() -> dict[str, Any]:
+            await self._replay(await self.storage.get_all(JOURNAL), skip_applied=True)
+            await self.mirror.flush()
+            data = await self.mirror.sql.export_table("chat_messages")
+            covered = sorted(self.journal.applied)
+            await self.storage.write_batch(raw_sets=[(SNAPSHOT, data)], removes=covered)
+            self.journal.applied.clear()
+            return {"bytes": len(data), "journalRecordsCovered": len(covered)}
+
+        return await self.queue.run("snapshot", task)
+
+    async def _replay(
+        self, entries: list[tuple[str, Any]], skip_applied: bool = False
+    ) -> dict[str, Any]:
+        """Bring the mirror up to date with journal records (other tabs', or since the
+        snapshot): re-read every record they name and put its current state in DuckDB."""
+        if skip_applied:
+            entries = [(k, v) for k, v in entries if k not in self.journal.applied]
+        keys: set[str] = set()
+        prefixes: set[str] = set()
+        for key, entry in entries:
+            if isinstance(entry, dict):
+                keys.update(entry.get("keys", []))
+                prefixes.update(entry.get("prefixes", []))
+            self.journal.applied.add(key)
+        touched: set[str] = set()
+        for prefix in sorted(prefixes):
+            sid = prefix.rsplit(":", 1)[1]
+            await self.mirror.delete_sessions([sid])
+            touched.add(sid)
+        session_keys = sorted(k for k in keys if k.startswith(records.SESSIONS + ":"))
+        for found in await self.storage.get_items(session_keys) if session_keys else []:
+            sid = found["key"].rsplit(":", 1)[1]
+            touched.add(sid)
+            if isinstance(found["value"], dict):
+                self._metas[sid] = ChatSessionMeta.model_validate(found["value"])
+                self.mirror.put_session(self._metas[sid])
+            else:
+                self._metas.pop(sid, None)
+                await self.mirror.delete_sessions([sid])
+        message_keys = sorted(k for k in keys if k.startswith(records.MESSAGES + ":"))
+        parsed = [records.parse_message_key(k) for k in message_keys]
+        await self.mirror.delete_records([(sid, record) for sid, record, _ in parsed])
+        values = await self.storage.get_items(message_keys) if message_keys else []
+        for (sid, record, seq), found in zip(parsed, values, strict=True):
+            touched.add(sid)
+            if isinstance(found["value"], dict):
+                text = json.dumps(found["value"], ensure_ascii=False)
+                self.mirror.add_stored_message(sid, record, text)
+                self._next_seq[sid] = max(self._next_seq.get(sid, 0), seq + 1)
+        for sid in touched:
+            self.cache.invalidate(sid)
+        return {"sessionIds": sorted(touched), "records": len(keys)}
+
+    async def sync(self, journal_keys: list[str] | None = None) -> dict[str, Any]:
+        """Apply other tabs' writes: the named journal records, or every unapplied one."""
+
+        async def task() -> dict[str, Any]:
+            if journal_keys is None:
+                entries = await self.storage.get_all(JOURNAL)
+            else:
+                found = await self.storage.get_items(journal_keys)
+                entries = [(f["key"], f["value"]) for f in found if f["value"] is not None]
+            return await self._replay(entries, skip_applied=True)
+
+        return await self.queue.run("sync", task)
+
+    async def _write(self, *, sets=(), removes=(), prefixes=(), patches=()) -> str:
+        """One storage batch plus its journal record, in one transaction; returns the
+        journal key (for other tabs), and schedules a snapshot when the journal is long."""
+        touched = [k for k, _ in sets] + list(removes) + [k for k, _ in patches]
+        journal_key, entry = self.journal.entry(touched, list(prefixes))
+        await self.storage.write_batch([*sets, (journal_key, entry)], removes, prefixes, patches)
+        self.last_journal_key = journal_key
+        if self.publish:
+            self.publish(journal_key)
+        if len(self.journal.applied) >= self.snapshot_after and not self._background:
+            self._in_background(self.snapshot)
+        return journal_key
 
     # --- sessions -----------------------------------------------------------------
     def require_session(self, session_id: str) -> ChatSessionMeta:
@@ -137,7 +248,7 @@ class SessionStore:
         named = [(records.record_name(seq, self.writer), m) for seq, m in enumerate(messages)]
         sets = [(records.session_key(sid), meta.to_wire())]
         sets += [(records.message_key(sid, record), m.to_wire()) for record, m in named]
-        await self.storage.write_batch(sets)
+        await self._write(sets=sets)
         self._metas[sid] = meta
         self._next_seq[sid] = len(messages)
         self.mirror.put_session(meta)
@@ -175,7 +286,7 @@ class SessionStore:
             current = self.require_session(session_id)
             updated = validate_or_raise(ChatSessionMeta, {**current.to_wire(), **changes})
             patch = {k: v for k, v in updated.to_wire().items() if k in changes}
-            await self.storage.write_batch(patches=[(records.session_key(session_id), patch)])
+            await self._write(patches=[(records.session_key(session_id), patch)])
             self._metas[session_id] = updated
             self.mirror.put_session(updated)
             return updated.to_wire()
@@ -207,8 +318,8 @@ class SessionStore:
     async def _delete_sessions(self, session_ids: list[str]) -> None:
         """One transaction per session: its meta and every message record go together."""
         for sid in session_ids:
-            await self.storage.write_batch(
-                removes=[records.session_key(sid)], remove_prefixes=[records.messages_prefix(sid)]
+            await self._write(
+                removes=[records.session_key(sid)], prefixes=[records.messages_prefix(sid)]
             )
             self._metas.pop(sid, None)
             self._next_seq.pop(sid, None)
@@ -247,8 +358,8 @@ class SessionStore:
             seq = self._next_seq.get(session_id, 0)
             record = records.record_name(seq, self.writer)
             now = max(self.clock(), meta.updated_at)
-            await self.storage.write_batch(
-                [(records.message_key(session_id, record), item.to_wire())],
+            await self._write(
+                sets=[(records.message_key(session_id, record), item.to_wire())],
                 patches=[(records.session_key(session_id), {"updatedAt": now})],
             )
             self._next_seq[session_id] = seq + 1
@@ -277,7 +388,7 @@ class SessionStore:
             record, body = await self._message(session_id, message_id)
             item = validate_or_raise(ChatHistoryItem, {**body, **patch}, "patch")
             key = records.message_key(session_id, record)
-            await self.storage.write_batch([(key, item.to_wire())])
+            await self._write(sets=[(key, item.to_wire())])
             await self.mirror.replace_message(session_id, record, item)
             self.cache.invalidate(session_id)
             return item.to_wire()
@@ -287,7 +398,7 @@ class SessionStore:
     async def delete_message(self, session_id: str, message_id: str) -> bool:
         async def task() -> bool:
             record, _ = await self._message(session_id, message_id)
-            await self.storage.write_batch(removes=[records.message_key(session_id, record)])
+            await self._write(removes=[records.message_key(session_id, record)])
             await self.mirror.delete_message(session_id, record)
             self.cache.invalidate(session_id)
             return True
@@ -368,7 +479,7 @@ class SessionStore:
                 text = json.dumps(message.to_wire(), ensure_ascii=False)
                 sets.append((records.message_key(sid, record), text))
                 message_rows.append(stored_message_row(sid, record, text))
-        await self.storage.write_batch(sets)
+        await self._write(sets=sets)
         for meta, messages in sessions:
             self._metas[meta.session_id] = meta
             self._next_seq[meta.session_id] = len(messages)
@@ -376,4 +487,8 @@ class SessionStore:
         return len(message_rows)
 
     def stats(self) -> dict[str, Any]:
-        return {"cache": self.cache.stats(), "queue": self.queue.stats()}
+        return {
+            "cache": self.cache.stats(),
+            "queue": self.queue.stats(),
+            "journalSinceSnapshot": len(self.journal.applied),
+        }

@@ -56,6 +56,14 @@ class SqlEngine(ABC):
     @abstractmethod
     async def version(self) -> str: ...
 
+    @abstractmethod
+    async def export_table(self, table: str) -> bytes:
+        """A table's rows as opaque bytes for ``import_table`` of the same engine kind."""
+
+    @abstractmethod
+    async def import_table(self, table: str, data: bytes) -> int:
+        """Append rows from ``export_table`` bytes to an existing table; returns the count."""
+
     async def close(self) -> None:
         """Release the connection; engines without one need not override."""
 

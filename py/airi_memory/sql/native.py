@@ -1,12 +1,13 @@
 """The SQL port on CPython: the ``duckdb`` package, the same DuckDB 1.4 as DuckDB-WASM."""
 
+import pickle
 from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
 from ..errors import SqlError
-from .engine import Columns, QueryResult, SqlEngine, check_columns
+from .engine import Columns, QueryResult, SqlEngine, check_columns, check_identifier
 
 
 class NativeDuckDb(SqlEngine):
@@ -43,6 +44,14 @@ class NativeDuckDb(SqlEngine):
             [list(columns[name]) for name in names],
         )
         return count
+
+    async def export_table(self, table: str) -> bytes:
+        """Pickled columns: the CPython engine's snapshot format (Arrow IPC needs pyarrow)."""
+        result = await self.query(f"SELECT * FROM {check_identifier(table)}")
+        return pickle.dumps(result.data, protocol=pickle.HIGHEST_PROTOCOL)
+
+    async def import_table(self, table: str, data: bytes) -> int:
+        return await self.insert_columns(table, pickle.loads(data))  # our own bytes only
 
     async def version(self) -> str:
         return duckdb.__version__

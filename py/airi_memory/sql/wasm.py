@@ -12,7 +12,7 @@ from typing import Any
 from pyodide.ffi import JsException, JsProxy, to_js
 
 from ..errors import SqlError
-from .engine import Columns, QueryResult, SqlEngine, check_columns
+from .engine import Columns, QueryResult, SqlEngine, check_columns, check_identifier
 
 _EXACT_DOUBLE = 2**53
 
@@ -86,6 +86,14 @@ class WasmDuckDb(SqlEngine):
         js_columns = to_js([_column_to_js(columns[name]) for name in names])
         await self._call("insertColumns", table, to_js(names), js_columns)
         return count
+
+    async def export_table(self, table: str) -> bytes:
+        """Arrow IPC stream bytes, made and read back by DuckDB-WASM's own Arrow."""
+        data = await self._call("exportArrow", f"SELECT * FROM {check_identifier(table)}")
+        return data.to_bytes()
+
+    async def import_table(self, table: str, data: bytes) -> int:
+        return int(await self._call("importArrow", check_identifier(table), to_js(data)))
 
     async def version(self) -> str:
         return str(self._host.version())

@@ -38,7 +38,8 @@ class FsDriver(Driver):
         return path.read_bytes() if path.is_file() else None
 
     async def set_item(self, key: str, value: Any) -> None:
-        self._write(key, str(value).encode("utf-8"))
+        data = value if isinstance(value, bytes) else str(value).encode("utf-8")
+        self._write(key, data)
 
     async def set_item_raw(self, key: str, value: Any) -> None:
         if isinstance(value, str):

@@ -75,7 +75,12 @@ class IndexedDbDriver(Driver):
         remove_prefixes: Sequence[str] = (),
         patches: Sequence[tuple[str, str]] = (),
     ) -> None:
-        entries = to_js([[self._key(key), value] for key, value in sets])
+        entries = to_js(
+            [
+                [self._key(key), value if isinstance(value, str) else to_js(value)]
+                for key, value in sets
+            ]
+        )
         deleted = to_js([self._key(key) for key in removes])
         prefixes = to_js([self._key(prefix) for prefix in remove_prefixes])
         merges = to_js([[self._key(key), patch] for key, patch in patches])

@@ -142,13 +142,18 @@ class Storage:
         removes: Iterable[str] = (),
         remove_prefixes: Iterable[str] = (),
         patches: Iterable[tuple[str, dict[str, Any]]] = (),
+        raw_sets: Iterable[tuple[str, bytes]] = (),
     ) -> None:
         """Several writes to one mount as a single unit (one IndexedDB transaction).
+
+        ``sets`` are stored as ``set_item`` stores them, ``raw_sets`` as bytes (like
+        ``set_item_raw``), ``patches`` are merged into stored JSON objects.
 
         Every key and value is checked before anything is written; keys in different
         mounts are refused, because no driver can make those atomic together.
         """
         prepared = [(self._route(item_key(k)), stringify(v, item_key(k))) for k, v in sets]
+        prepared += [(self._route(item_key(k)), bytes(v)) for k, v in raw_sets]
         removed = [self._route(item_key(key)) for key in removes]
         prefixes = [self._route(base_key(prefix)) for prefix in remove_prefixes]
         merges = [(self._route(item_key(k)), stringify(p, item_key(k))) for k, p in patches]
