@@ -230,6 +230,7 @@ async ({ sessions, perSession }) => {"""
     + MAKE_EXPORT
     + """
     for (let s = 0; s < sessions; s += 50) await memory.importSessions(makeExport(50, perSession, s));
+    await memory.sessions.persistSessionMessages('');  // waits for the background snapshot
     return (await memory.analytics()).totals;
 }
 """

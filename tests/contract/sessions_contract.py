@@ -439,4 +439,23 @@ async def case_two_writers_on_one_store_lose_nothing(open_system):
     assert (await restarted.sessions.get_session(sid))["title"] == "Renamed in tab one"
 
 
+async def case_concurrent_reads_and_writes_see_every_message(open_system):
+    import asyncio
+
+    system = await open_system()
+    s = system.sessions
+    sid = (await s.create_session({"systemPrompt": "sys"}))["sessionId"]
+    await s.load_session_messages(sid)
+    for i in range(3):
+        await s.add_message(sid, {"role": "user", "content": f"m{i}"})
+        # Two reads at once, as a page rendering its list and its messages does.
+        listed, messages = await asyncio.gather(s.list_sessions(), s.load_session_messages(sid))
+        assert len(messages) == i + 2, messages
+        assert len(await s.load_session_messages(sid)) == i + 2
+    writer = asyncio.ensure_future(s.add_message(sid, {"role": "user", "content": "racing"}))
+    await s.load_session_messages(sid)
+    await writer
+    assert [m["content"] for m in await s.load_session_messages(sid)][-1] == "racing"
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -1,8 +1,12 @@
 """The foundation end to end: the built dist in Chromium, driven through the JS facade."""
 
 import json
+from pathlib import Path
 
 import pytest
+
+# The demo's last state, for a person to look at (build/out is git-ignored).
+ROOT_SCREENSHOT = Path(__file__).resolve().parents[2] / "build" / "out" / "demo-sessions.png"
 
 SESSION_KEY = "local:chat/sessions/abc"
 SESSION = {"sessionId": "abc", "title": "Hello", "tags": ["x"], "pinned": False, "n": 3}
@@ -173,3 +177,32 @@ def test_demo_page_shows_ready_and_writes_a_key(web):
         "document.getElementById('kv-output').textContent.includes('from the demo')"
     )
     assert "local:demo:note" in web.page.text_content("#mounts")
+
+
+def test_demo_sessions_panel_creates_sends_exports_and_imports(web, tmp_path):
+    page = web.page
+    page.goto(f"{web.base_url}/demo/")
+    page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
+    page.fill("#new-session-title", "Demo chat")
+    page.click("#new-session")
+    page.wait_for_selector("#session-list li.active button:has-text('Demo chat')")
+    page.fill("#message-input", "hello from the demo")
+    page.click("#send-message")
+    page.wait_for_selector("#messages li:has-text('hello from the demo')")
+    assert page.text_content("#messages li:first-child .role") == "system"
+    with page.expect_download() as download_info:
+        page.click("#export-sessions")
+    download = download_info.value
+    assert download.suggested_filename == "airi-conversations-export.json"
+    exported = json.loads(Path(download.path()).read_text())
+    assert [len(e["messages"]) for e in exported["sessions"]] == [2]
+    path = tmp_path / "import.json"
+    path.write_text(json.dumps(exported))
+    page.set_input_files("#import-file", str(path))
+    page.wait_for_function(
+        "document.getElementById('session-output').textContent.includes('imported 1 session')"
+    )
+    page.click("[data-action=fork]")
+    page.wait_for_selector("#session-list li.active button:has-text('(fork)')")
+    assert page.locator("#session-list li").count() == 3
+    page.screenshot(path=str(ROOT_SCREENSHOT))

@@ -163,7 +163,9 @@ def test_two_tabs_see_each_others_writes_and_lose_nothing(web):
     boot = "async () => { const { createMemorySystem } = await import('/airi-memory.mjs'); window.memory = await createMemorySystem({ userId: 'e2e' }); window.changes = []; memory.addEventListener('change', (e) => changes.push(e.detail)); }"
     web.evaluate(boot)
     other.evaluate(boot)
-    sid = web.evaluate("async () => (await memory.sessions.createSession({ title: 'Shared' })).sessionId")
+    sid = web.evaluate(
+        "async () => (await memory.sessions.createSession({ title: 'Shared' })).sessionId"
+    )
     other.wait_for_function("changes.length > 0")
     # Both tabs write at the same time: each call starts the loop and returns at once.
     writes = """([sid, tab]) => {
@@ -175,11 +177,22 @@ def test_two_tabs_see_each_others_writes_and_lose_nothing(web):
     other.evaluate(writes, [sid, "two"])
     web.evaluate("() => window.writing")
     other.evaluate("() => window.writing")
-    web.page.wait_for_function("async (sid) => (await memory.sessions.loadSessionMessages(sid)).length === 40", arg=sid)
-    other.wait_for_function("async (sid) => (await memory.sessions.loadSessionMessages(sid)).length === 40", arg=sid)
-    assert other.evaluate("(sid) => memory.sessions.getSession(sid).then((m) => m.title)", sid) == "Shared"
+    web.page.wait_for_function(
+        "async (sid) => (await memory.sessions.loadSessionMessages(sid)).length === 40", arg=sid
+    )
+    other.wait_for_function(
+        "async (sid) => (await memory.sessions.loadSessionMessages(sid)).length === 40", arg=sid
+    )
+    assert (
+        other.evaluate("(sid) => memory.sessions.getSession(sid).then((m) => m.title)", sid)
+        == "Shared"
+    )
     other.close()
     web.page.reload()
     web.boot()
-    contents = web.evaluate("async (sid) => (await memory.sessions.loadSessionMessages(sid)).map((m) => m.content)", sid)
-    assert sorted(contents) == sorted([f"one {i}" for i in range(20)] + [f"two {i}" for i in range(20)])
+    contents = web.evaluate(
+        "async (sid) => (await memory.sessions.loadSessionMessages(sid)).map((m) => m.content)", sid
+    )
+    assert sorted(contents) == sorted(
+        [f"one {i}" for i in range(20)] + [f"two {i}" for i in range(20)]
+    )

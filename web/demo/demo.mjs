@@ -1,5 +1,6 @@
 // The demo page: shows that the system is up and lets a person write and read a key.
 import { createMemorySystem } from "../airi-memory.mjs";
+import { mountSessionsPanel } from "./sessions-panel.mjs";
 
 const $ = (id) => document.getElementById(id);
 const status = $("status");
@@ -82,6 +83,7 @@ async function main() {
   }));
   $("refresh-keys").addEventListener("click", guard(() => renderMounts(memory)));
   await renderMounts(memory);
+  await mountSessionsPanel(memory);
 }
 
 main().catch((error) => {

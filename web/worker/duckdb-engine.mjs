@@ -8,7 +8,6 @@ import {
   Utf8,
   makeData,
   makeVector,
-  tableFromIPC,
   tableToIPC,
   vectorFromArray,
 } from "apache-arrow";
@@ -83,18 +82,13 @@ export async function openDuckDb(runtimeUrl) {
     async exportArrow(sql) {
       return tableToIPC(await connection.query(sql), "stream");
     },
-    /** Rows from exportArrow bytes appended to an existing table, by column name. */
+    /** exportArrow bytes appended to the table they came from (same columns, in order):
+     *  handed to DuckDB as they are, with no re-encoding and no staging copy. */
     async importArrow(table, bytes) {
-      const rows = tableFromIPC(bytes);
-      if (rows.numRows === 0) return 0;
-      const staging = `__airi_staging_${++temporaryCount}`;
-      await connection.insertArrowTable(rows, { name: staging, create: true });
-      try {
-        await connection.query(`INSERT INTO ${table} BY NAME SELECT * FROM ${staging}`);
-      } finally {
-        await connection.query(`DROP TABLE IF EXISTS ${staging}`);
-      }
-      return rows.numRows;
+      const before = await connection.query(`SELECT count(*)::INTEGER AS n FROM ${table}`);
+      await connection.insertArrowFromIPCStream(bytes, { name: table, create: false });
+      const after = await connection.query(`SELECT count(*)::INTEGER AS n FROM ${table}`);
+      return after.getChildAt(0).get(0) - before.getChildAt(0).get(0);
     },
     async close() {
       for (const statement of prepared.values()) await statement.close();

@@ -23,6 +23,7 @@ class MessageCache:
         else:
             self._entries = LFUCache(config.max_size)
         self._seconds = seconds
+        self._generations: dict[str, int] = {}
         self.hits = 0
         self.misses = 0
 
@@ -39,13 +40,20 @@ class MessageCache:
         self.hits += 1
         return entry
 
-    def put(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+    def generation(self, session_id: str) -> int:
+        """Take before reading; ``put`` with it stores nothing if a write came in between."""
+        return self._generations.get(session_id, 0)
+
+    def put(self, session_id: str, messages: list[dict[str, Any]], generation: int) -> None:
+        if generation != self.generation(session_id):
+            return  # a write invalidated the session while these messages were being read
         if self.config.strategy == "lfu":
             self._entries[session_id] = (self._clock(), messages)
         else:
             self._entries[session_id] = messages
 
     def invalidate(self, session_id: str) -> None:
+        self._generations[session_id] = self.generation(session_id) + 1
         self._entries.pop(session_id, None)
 
     def clear(self) -> None:

@@ -22,10 +22,12 @@ SNAPSHOT = "local:memory:snapshot:messages"
 class Journal:
     writer: str
     applied: set[str] = field(default_factory=set)  # entries our mirror already reflects
+    keys_since_snapshot: int = 0  # records named by journal entries since the last snapshot
     _counter: itertools.count = field(default_factory=itertools.count)
 
     def entry(self, keys: list[str], prefixes: list[str] = ()) -> tuple[str, dict[str, Any]]:
         """A new journal record for a batch we write (and so have applied ourselves)."""
         key = f"{JOURNAL}:{now_ms():013d}-{self.writer}-{next(self._counter):08d}"
         self.applied.add(key)
+        self.keys_since_snapshot += len(keys) + len(prefixes)
         return key, {"keys": list(keys), "prefixes": list(prefixes)}

@@ -7,6 +7,7 @@ IndexedDB. Appends are buffered and flushed in one columnar insert before the ne
 (write-behind), so adding a message costs no DuckDB round trip on the caller's path.
 """
 
+import asyncio
 import json
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -84,6 +85,9 @@ class SessionMirror:
         self.sql = sql
         self._pending_sessions: dict[str, list[Any]] = {}
         self._pending_messages: list[list[Any]] = []
+        # A read that arrives while another read's flush is still writing must wait for
+        # it, or it would miss rows that have left the buffer but are not in DuckDB yet.
+        self._flushing = asyncio.Lock()
 
     async def create(self) -> None:
         """Fresh tables: the mirror is rebuilt from the durable records at every start."""
@@ -93,18 +97,34 @@ class SessionMirror:
             await self.sql.execute(statement)
 
     async def load(self, sessions: list[list[Any]], messages: list[list[Any]]) -> None:
-        """Bulk-load rows (from ``session_row`` / ``message_row``) by column."""
+        """Bulk-load rows of sessions not yet in the mirror (start-up, import) by column."""
         await self.flush()
         if sessions:
-            ids = [row[0] for row in sessions]
-            await self._delete_session_rows(ids)
             await self.sql.insert_columns("chat_sessions", _columns(SESSION_COLUMNS, sessions))
         if messages:
             await self.sql.insert_columns("chat_messages", _columns(MESSAGE_COLUMNS, messages))
 
     async def _delete_session_rows(self, session_ids: Sequence[str]) -> None:
-        for session_id in session_ids:
-            await self.sql.execute("DELETE FROM chat_sessions WHERE session_id = ?", [session_id])
+        if len(session_ids) <= SMALL_FLUSH:
+            for session_id in session_ids:
+                await self.sql.execute(
+                    "DELETE FROM chat_sessions WHERE session_id = ?", [session_id]
+                )
+            return
+        await self._with_keys(
+            {"session_id": list(session_ids)},
+            "DELETE FROM chat_sessions USING doomed WHERE chat_sessions.session_id = "
+            "doomed.session_id",
+        )
+
+    async def _with_keys(self, columns: dict[str, list[str]], statement: str) -> None:
+        """Run ``statement`` against a temporary ``doomed`` table holding ``columns``: one
+        set-based statement instead of one per key."""
+        definition = ", ".join(f"{name} VARCHAR" for name in columns)
+        await self.sql.execute(f"CREATE OR REPLACE TEMP TABLE doomed ({definition})")
+        await self.sql.insert_columns("doomed", columns)
+        await self.sql.execute(statement)
+        await self.sql.execute("DROP TABLE doomed")
 
     # --- buffered appends -----------------------------------------------------------
     def put_session(self, meta: ChatSessionMeta) -> None:
@@ -118,13 +138,14 @@ class SessionMirror:
 
     async def flush(self) -> None:
         """Write buffered rows; every read and every non-append write calls this first."""
-        sessions, self._pending_sessions = list(self._pending_sessions.values()), {}
-        messages, self._pending_messages = self._pending_messages, []
-        if sessions:
-            await self._delete_session_rows([row[0] for row in sessions])
-            await self._insert("chat_sessions", SESSION_COLUMNS, sessions)
-        if messages:
-            await self._insert("chat_messages", MESSAGE_COLUMNS, messages)
+        async with self._flushing:
+            sessions, self._pending_sessions = list(self._pending_sessions.values()), {}
+            messages, self._pending_messages = self._pending_messages, []
+            if sessions:
+                await self._delete_session_rows([row[0] for row in sessions])
+                await self._insert("chat_sessions", SESSION_COLUMNS, sessions)
+            if messages:
+                await self._insert("chat_messages", MESSAGE_COLUMNS, messages)
 
     async def _insert(self, table: str, columns: str, rows: list[list[Any]]) -> None:
         if len(rows) > SMALL_FLUSH:
@@ -150,17 +171,11 @@ class SessionMirror:
         await self.flush()
         if not records:
             return
-        await self.sql.execute(
-            "CREATE OR REPLACE TEMP TABLE doomed (session_id VARCHAR, record VARCHAR)"
-        )
-        await self.sql.insert_columns(
-            "doomed", {"session_id": [s for s, _ in records], "record": [r for _, r in records]}
-        )
-        await self.sql.execute(
+        await self._with_keys(
+            {"session_id": [s for s, _ in records], "record": [r for _, r in records]},
             "DELETE FROM chat_messages USING doomed WHERE chat_messages.session_id = "
-            "doomed.session_id AND chat_messages.record = doomed.record"
+            "doomed.session_id AND chat_messages.record = doomed.record",
         )
-        await self.sql.execute("DROP TABLE doomed")
 
     async def delete_sessions(self, session_ids: Sequence[str]) -> None:
         await self.flush()

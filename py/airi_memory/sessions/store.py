@@ -12,6 +12,7 @@ is on disk.
 import asyncio
 import json
 import secrets
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,7 @@ from .journal import JOURNAL, SNAPSHOT, Journal
 from .mirror import SessionMirror, session_row, stored_message_row
 from .queue import PersistQueue
 
-SNAPSHOT_AFTER = 500  # journal records since the last snapshot before a new one is taken
+SNAPSHOT_AFTER = 2000  # records changed since the last snapshot before a new one is taken
 
 _SESSION_OPTIONS = {"title", "characterId", "userId", "tags", "pinned", "systemPrompt"}
 _LIST_OPTIONS = {"limit", "offset", "userId", "characterId", "archived", "pinned", "tags"}
@@ -77,6 +78,7 @@ class SessionStore:
         self._next_seq: dict[str, int] = {}
         self._background: set[Any] = set()
         self.last_journal_key: str | None = None
+        self.load_timings: dict[str, float] = {}  # start-up breakdown, in ms
 
     @classmethod
     async def open(
@@ -100,25 +102,43 @@ class SessionStore:
 
         Records were validated when written; here they are only read, not re-validated.
         """
+        started = time.perf_counter()
+        lap = started
+
+        def mark(name: str) -> None:
+            nonlocal lap
+            now = time.perf_counter()
+            self.load_timings[name] = round((now - lap) * 1000, 1)
+            lap = now
+
         for _, value in await self.storage.get_all(records.SESSIONS):
             if isinstance(value, dict):
                 meta = ChatSessionMeta.model_validate(value)
                 self._metas[meta.session_id] = meta
+        mark("readSessions")
         await self.mirror.load([session_row(m) for m in self._metas.values()], [])
+        mark("loadSessions")
         snapshot = await self.storage.get_item_raw(SNAPSHOT)
+        mark("readSnapshot")
         if snapshot:
-            await self.mirror.sql.import_table("chat_messages", bytes(snapshot))
+            await self.mirror.sql.import_table("chat_messages", snapshot)
+            mark("importSnapshot")
             await self._replay(await self.storage.get_all(JOURNAL))
+            mark("replayJournal")
         else:
             rows = []
             for key, text in await self.storage.get_all(records.MESSAGES, raw=True):
                 session_id, record, _ = records.parse_message_key(key)
                 rows.append(stored_message_row(session_id, record, text))
+            mark("readMessages")
             await self.mirror.load([], rows)
+            mark("loadMessages")
             self.journal.applied.update(k for k in await self.storage.get_keys(JOURNAL))
             if rows:
                 self._in_background(self.snapshot)
         self._next_seq = {sid: top + 1 for sid, top in (await self.mirror.max_seqs()).items()}
+        mark("sequences")
+        self.load_timings["total"] = round((time.perf_counter() - started) * 1000, 1)
 
     def _in_background(self, job: Callable[[], Any]) -> None:
         """Run ``job`` after the current call returns; keep a reference until it ends."""
@@ -136,6 +156,7 @@ class SessionStore:
             covered = sorted(self.journal.applied)
             await self.storage.write_batch(raw_sets=[(SNAPSHOT, data)], removes=covered)
             self.journal.applied.clear()
+            self.journal.keys_since_snapshot = 0
             return {"bytes": len(data), "journalRecordsCovered": len(covered)}
 
         return await self.queue.run("snapshot", task)
@@ -205,7 +226,7 @@ class SessionStore:
         self.last_journal_key = journal_key
         if self.publish:
             self.publish(journal_key)
-        if len(self.journal.applied) >= self.snapshot_after and not self._background:
+        if self.journal.keys_since_snapshot >= self.snapshot_after and not self._background:
             self._in_background(self.snapshot)
         return journal_key
 
@@ -411,8 +432,9 @@ class SessionStore:
         if cached is not None:
             return cached
         self.require_session(session_id)
+        generation = self.cache.generation(session_id)
         messages = await self.mirror.messages(session_id)
-        self.cache.put(session_id, messages)
+        self.cache.put(session_id, messages, generation)
         return messages
 
     async def get_session_messages(self, session_id: str) -> list[dict[str, Any]]:
@@ -491,4 +513,5 @@ class SessionStore:
             "cache": self.cache.stats(),
             "queue": self.queue.stats(),
             "journalSinceSnapshot": len(self.journal.applied),
+            "loadMs": self.load_timings,
         }

@@ -93,7 +93,8 @@ class WasmDuckDb(SqlEngine):
         return data.to_bytes()
 
     async def import_table(self, table: str, data: bytes) -> int:
-        return int(await self._call("importArrow", check_identifier(table), to_js(data)))
+        data = data if isinstance(data, JsProxy) else to_js(data)
+        return int(await self._call("importArrow", check_identifier(table), data))
 
     async def version(self) -> str:
         return str(self._host.version())

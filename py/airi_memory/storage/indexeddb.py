@@ -20,7 +20,12 @@ DEFAULT_STORE_NAME = "keyval"
 
 
 def _to_python(value: Any) -> Any:
-    return value.to_py() if isinstance(value, JsProxy) else value
+    """Typed arrays become bytes (one copy); other JS values their Python equivalents."""
+    if not isinstance(value, JsProxy):
+        return value
+    if hasattr(value, "to_bytes"):
+        return value.to_bytes()
+    return value.to_py()
 
 
 def _to_javascript(value: Any) -> Any:

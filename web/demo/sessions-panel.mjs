@@ -1,0 +1,123 @@
+// The demo's sessions panel: create, switch, pin, archive, fork, delete; the active
+// session's messages with an input box; export and import of JSON files.
+
+const $ = (id) => document.getElementById(id);
+
+export function mountSessionsPanel(memory) {
+  const output = $("session-output");
+  const say = (text) => (output.textContent = text);
+  const guard = (action) => async (event) => {
+    event?.preventDefault();
+    try {
+      await action(event);
+    } catch (error) {
+      say(`${error.name}: ${error.message}`);
+    }
+  };
+  let active = memory.sessions.activeSessionId;
+
+  async function renderList() {
+    const archived = $("show-archived").checked;
+    const sessions = await memory.sessions.listSessions({ limit: 100, ...(archived ? {} : { archived: false }) });
+    const list = $("session-list");
+    list.replaceChildren();
+    for (const meta of sessions) {
+      const item = document.createElement("li");
+      item.className = meta.sessionId === active ? "active" : "";
+      const button = document.createElement("button");
+      const marks = `${meta.pinned ? "[pinned] " : ""}${meta.archived ? "[archived] " : ""}${meta.parentSessionId ? "[fork] " : ""}`;
+      button.textContent = `${marks}${meta.title}`;
+      button.dataset.sessionId = meta.sessionId;
+      button.addEventListener("click", guard(() => select(meta.sessionId)));
+      item.append(button);
+      list.append(item);
+    }
+  }
+
+  async function renderMessages() {
+    const list = $("messages");
+    list.replaceChildren();
+    const meta = active ? await memory.sessions.getSession(active) : null;
+    $("active-title").textContent = meta ? meta.title : "No session";
+    if (!meta) return;
+    const messages = await memory.sessions.loadSessionMessages(active);
+    messages.forEach((message, index) => {
+      const item = document.createElement("li");
+      item.dataset.index = String(index);
+      const role = document.createElement("span");
+      role.className = "role";
+      role.textContent = message.role;
+      const text = typeof message.content === "string"
+        ? message.content
+        : message.content.map((part) => part.text ?? `[${part.type}]`).join(" ");
+      item.append(role, text);
+      list.append(item);
+    });
+    list.scrollTop = list.scrollHeight;
+  }
+
+  async function select(sessionId) {
+    active = sessionId;
+    if (sessionId) await memory.sessions.setActiveSessionId(sessionId);
+    await Promise.all([renderList(), renderMessages()]);
+  }
+
+  $("new-session-form").addEventListener("submit", guard(async () => {
+    const title = $("new-session-title").value.trim() || "New Conversation";
+    const meta = await memory.sessions.createSession({ title, systemPrompt: "You are AIRI, a friendly companion." });
+    $("new-session-title").value = "";
+    await select(meta.sessionId);
+  }));
+  $("message-form").addEventListener("submit", guard(async () => {
+    const input = $("message-input");
+    if (!active) {
+      const meta = await memory.sessions.createSession({ title: "New Conversation" });
+      active = meta.sessionId;
+    }
+    if (!input.value.trim()) return;
+    await memory.sessions.addMessage(active, { role: "user", content: input.value });
+    input.value = "";
+    await Promise.all([renderList(), renderMessages()]);
+  }));
+  $("show-archived").addEventListener("change", guard(renderList));
+  $("session-actions").addEventListener("click", guard(async (event) => {
+    const action = event.target.dataset?.action;
+    if (!action || !active) return;
+    const meta = await memory.sessions.getSession(active);
+    if (action === "pin") await memory.sessions.pinSession(active, !meta.pinned);
+    if (action === "archive") {
+      await (meta.archived ? memory.sessions.unarchiveSession(active) : memory.sessions.archiveSession(active));
+    }
+    if (action === "fork") {
+      const count = (await memory.sessions.loadSessionMessages(active)).length;
+      const fork = await memory.sessions.forkSession({ fromSessionId: active, atIndex: count, reason: "demo fork" });
+      return select(fork.sessionId);
+    }
+    if (action === "delete") {
+      await memory.sessions.deleteSession(active);
+      active = null;
+    }
+    await Promise.all([renderList(), renderMessages()]);
+  }));
+  $("export-sessions").addEventListener("click", guard(async () => {
+    const data = await memory.exportSessions();
+    const blob = new Blob([JSON.stringify(data, null, 2)], { type: "application/json" });
+    const link = Object.assign(document.createElement("a"), {
+      href: URL.createObjectURL(blob),
+      download: "airi-conversations-export.json",
+    });
+    link.click();
+    URL.revokeObjectURL(link.href);
+    say(`exported ${data.sessions.length} session(s)`);
+  }));
+  $("import-file").addEventListener("change", guard(async (event) => {
+    const [file] = event.target.files;
+    if (!file) return;
+    const report = await memory.importSessions(JSON.parse(await file.text()));
+    event.target.value = "";
+    say(`imported ${report.sessions} session(s), ${report.messages} message(s) (${report.format}); skipped ${report.skippedDuplicates} duplicate(s)`);
+    await renderList();
+  }));
+  memory.addEventListener("change", () => Promise.all([renderList(), renderMessages()]).catch(() => {}));
+  return select(active);
+}
