@@ -450,6 +450,7 @@ async def case_concurrent_reads_and_writes_see_every_message(open_system):
         await s.add_message(sid, {"role": "user", "content": f"m{i}"})
         # Two reads at once, as a page rendering its list and its messages does.
         listed, messages = await asyncio.gather(s.list_sessions(), s.load_session_messages(sid))
+        assert listed[0]["sessionId"] == sid
         assert len(messages) == i + 2, messages
         assert len(await s.load_session_messages(sid)) == i + 2
     writer = asyncio.ensure_future(s.add_message(sid, {"role": "user", "content": "racing"}))
