@@ -7,6 +7,7 @@ the network; we give it Debian's chromium and chromedriver instead.
 import os
 
 import pytest
+from pytest_pyodide import get_global_config
 from pytest_pyodide.runner import SeleniumChromeRunner
 
 from browser_flags import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS
@@ -28,6 +29,19 @@ def _debian_chromium(self, jspi: bool = False):
 
 
 SeleniumChromeRunner.get_driver = _debian_chromium
+
+# module_test.html defines loadPyodide from a module script, which may still be loading
+# when the runner first calls it (seen on a cold machine): wait for it, up to 60 s.
+get_global_config().set_load_pyodide_script(
+    "chrome",
+    """
+    for (let waited = 0; typeof loadPyodide === "undefined"; waited += 50) {
+        if (waited > 60000) throw new Error("pyodide.mjs did not load within 60 s");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    let pyodide = await loadPyodide({ fullStdLib: false, jsglobals: self });
+    """,
+)
 
 
 @pytest.fixture
