@@ -63,6 +63,8 @@ export async function createMemorySystem(options = {}) {
       getMounts: () => call("storage.getMounts"),
     },
     sessions,
+    /** JSON Schema of ChatSessionMeta, ChatHistoryItem and CacheConfig (camelCase). */
+    schemas: () => call("schemas"),
     /** Messages per day / role / session / character, totals and estimated tokens. */
     analytics: () => call("analytics"),
     /** The seed's envelope: {version: '1.0.0', exportedAt, sessions: [{meta, messages}]}. */

@@ -13,7 +13,7 @@ from typing import Any
 
 from . import __version__, diagnostics, transfer
 from .errors import AiriMemoryError, InvalidValueError, UnknownMethodError
-from .models import now_ms
+from .models import json_schemas, now_ms
 from .options import SystemOptions, parse_options
 from .sessions import SessionStore
 from .sessions.analytics import message_analytics
@@ -49,6 +49,7 @@ class MemorySystem:
             "diagnostics.bulkInsert": self._bulk_insert,
             "sessions.stats": self._session_stats,
             "analytics": self.analytics,
+            "schemas": self.schemas,
             "exportSessions": self.export_sessions,
             "importSessions": self.import_sessions,
             **{
@@ -108,6 +109,9 @@ class MemorySystem:
     async def close(self) -> None:
         await self.sql.close()
         await self.storage.dispose()
+
+    async def schemas(self) -> dict[str, Any]:
+        return json_schemas()
 
     async def analytics(self) -> dict[str, Any]:
         await self.sessions.mirror.flush()

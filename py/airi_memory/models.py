@@ -127,3 +127,11 @@ def validate_or_raise(model: type[Model], data: Any, where: str = "") -> Model:
         raise InvalidValueError(
             f"invalid {model.__name__} field {path.lstrip('.') or '(root)'!r}: {first['msg']}"
         ) from None
+
+
+def json_schemas() -> dict[str, Any]:
+    """The contract as JSON Schema (camelCase, as JS sees it), for apps and other tools."""
+    return {
+        model.__name__: model.model_json_schema(by_alias=True)
+        for model in (ChatSessionMeta, ChatHistoryItem, CacheConfig)
+    }

@@ -4,6 +4,7 @@ Its selenium runner starts Chrome with no driver path, which sends Selenium Mana
 the network; we give it Debian's chromium and chromedriver instead.
 """
 
+import multiprocessing
 import os
 
 import pytest
@@ -11,6 +12,11 @@ from pytest_pyodide import get_global_config
 from pytest_pyodide.runner import SeleniumChromeRunner
 
 from browser_flags import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS
+
+# pytest-pyodide serves the dist from a child process. Forked from this process, which
+# has run the unit tests' native DuckDB threads, that child can crash (seen in CI:
+# segfault in the server, then "loadPyodide is not defined"). Spawn a clean one.
+multiprocessing.set_start_method("spawn", force=True)
 
 os.environ.setdefault("SE_OFFLINE", "true")
 os.environ.setdefault("SE_AVOID_STATS", "true")
