@@ -414,6 +414,20 @@ async def case_snapshot_plus_journal_restores_everything(open_system):
     assert (await restarted.sessions.latest_messages(keep, 1)) == [after]
 
 
+async def case_a_damaged_snapshot_falls_back_to_the_records(open_system):
+    system = await open_system(clock=Clock())
+    sid = (await system.sessions.create_session())["sessionId"]
+    for i in range(3):
+        await system.sessions.add_message(sid, {"role": "user", "content": f"m{i}"})
+    await system.sessions.snapshot()
+    await system.sessions.add_message(sid, {"role": "user", "content": "after"})
+    await system.storage.set_item_raw("local:memory:snapshot:messages", b"not a snapshot at all")
+    restarted = await open_system(clock=Clock())
+    contents = [m["content"] for m in await restarted.sessions.load_session_messages(sid)]
+    assert contents == ["m0", "m1", "m2", "after"]
+    assert "snapshotFailed" in restarted.sessions.stats()["loadMs"]
+
+
 async def case_two_writers_on_one_store_lose_nothing(open_system):
     first = await open_system(clock=Clock(), separate_engine=True)
     sid = (await first.sessions.create_session({"title": "Shared"}))["sessionId"]

@@ -8,6 +8,7 @@ import {
   Utf8,
   makeData,
   makeVector,
+  tableFromIPC,
   tableToIPC,
   vectorFromArray,
 } from "apache-arrow";
@@ -85,6 +86,9 @@ export async function openDuckDb(runtimeUrl) {
     /** exportArrow bytes appended to the table they came from (same columns, in order):
      *  handed to DuckDB as they are, with no re-encoding and no staging copy. */
     async importArrow(table, bytes) {
+      // Parse here first: damaged bytes must fail before they reach (and upset) DuckDB.
+      const rows = tableFromIPC(bytes);
+      if (rows.numRows === 0) return 0;
       const before = await connection.query(`SELECT count(*)::INTEGER AS n FROM ${table}`);
       await connection.insertArrowFromIPCStream(bytes, { name: table, create: false });
       const after = await connection.query(`SELECT count(*)::INTEGER AS n FROM ${table}`);

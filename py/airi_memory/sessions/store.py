@@ -78,7 +78,7 @@ class SessionStore:
         self._next_seq: dict[str, int] = {}
         self._background: set[Any] = set()
         self.last_journal_key: str | None = None
-        self.load_timings: dict[str, float] = {}  # start-up breakdown, in ms
+        self.load_timings: dict[str, Any] = {}  # start-up breakdown, in ms
 
     @classmethod
     async def open(
@@ -121,11 +121,18 @@ class SessionStore:
         snapshot = await self.storage.get_item_raw(SNAPSHOT)
         mark("readSnapshot")
         if snapshot:
-            await self.mirror.sql.import_table("chat_messages", snapshot)
-            mark("importSnapshot")
-            await self._replay(await self.storage.get_all(JOURNAL))
-            mark("replayJournal")
-        else:
+            try:
+                await self.mirror.sql.import_table("chat_messages", snapshot)
+                mark("importSnapshot")
+                await self._replay(await self.storage.get_all(JOURNAL))
+                mark("replayJournal")
+            except Exception as error:  # a damaged snapshot costs time, never data
+                self.load_timings["snapshotFailed"] = f"{type(error).__name__}: {error}"[:200]
+                await self.mirror.flush()
+                await self.mirror.sql.execute("DELETE FROM chat_messages")
+                self.journal.applied.clear()
+                snapshot = None
+        if not snapshot:
             rows = []
             for key, text in await self.storage.get_all(records.MESSAGES, raw=True):
                 session_id, record, _ = records.parse_message_key(key)
