@@ -95,3 +95,17 @@ def test_export_import_round_trip_keeps_every_session_and_message(tmp_path, sess
         )
 
     asyncio.run(scenario())
+
+
+async def test_native_host_keeps_sessions_in_a_folder(tmp_path):
+    from airi_memory.hosts.native import open_memory_system
+
+    first = await open_memory_system(tmp_path, userId="desk")
+    sid = (await first.sessions.create_session({"title": "On disk"}))["sessionId"]
+    await first.sessions.add_message(sid, {"role": "user", "content": "still here?"})
+    assert (tmp_path / "airi-local" / "memory" / "sessions" / sid).is_file()
+    second = await open_memory_system(tmp_path, userId="desk")
+    assert [m["content"] for m in await second.sessions.load_session_messages(sid)] == [
+        "still here?"
+    ]
+    assert (await second.sessions.get_session(sid))["title"] == "On disk"

@@ -56,9 +56,6 @@ class MessageCache:
         self._generations[session_id] = self.generation(session_id) + 1
         self._entries.pop(session_id, None)
 
-    def clear(self) -> None:
-        self._entries.clear()
-
     def stats(self) -> dict[str, Any]:
         return {
             "hits": self.hits,
