@@ -50,6 +50,12 @@ async def case_create_list_filter_and_paginate(open_system):
     assert await s.list_sessions({"tags": ["work", "missing"]}) == []
     assert await s.list_sessions({"userId": "someone-else"}) == []
     assert len(await s.get_all_sessions()) == 3
+    # The seed's SQL ("10 most recent sessions of a user") on the DuckDB mirror agrees.
+    recent = await system.query(
+        "SELECT session_id FROM chat_sessions WHERE user_id = ? ORDER BY updated_at DESC LIMIT 10",
+        ["tester"],
+    )
+    assert [row["session_id"] for row in recent] == [m["sessionId"] for m in listed]
     await expect_error(InvalidValueError, s.list_sessions({"limit": -1}), "limit")
     await expect_error(InvalidValueError, s.list_sessions({"colour": "red"}), "colour")
     assert second["sessionId"] != third["sessionId"]
@@ -78,6 +84,7 @@ async def case_messages_are_durable_ordered_and_lazy(open_system):
                            "createdAt": messages[0]["createdAt"]}  # fmt: skip
     assert [m["content"] for m in messages[1:]] == [f"message {i}" for i in range(30)]
     assert [m["id"] for m in messages[1:]] == [m["id"] for m in added]
+    assert await restarted.sessions.latest_messages(sid, 3) == messages[-3:]  # from the cache
     assert (await restarted.sessions.persist_session_messages(sid))["messages"] == 31
     more = await restarted.sessions.add_message(
         sid, {"role": "assistant", "content": "after restart"}

@@ -188,48 +188,6 @@ class SessionMirror:
         await self.flush()
         return await self.sql.query(sql, params)
 
-    async def list_sessions(
-        self,
-        user_id: str | None,
-        character_id: str | None = None,
-        archived: bool | None = None,
-        pinned: bool | None = None,
-        tags: Sequence[str] = (),
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> list[dict[str, Any]]:
-        """Newest ``updated_at`` first; every filter is a bound parameter."""
-        where, params = ["TRUE"], []
-        for column, value in (
-            ("user_id", user_id),
-            ("character_id", character_id),
-            ("archived", archived),
-            ("pinned", pinned),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        for tag in tags:
-            where.append("contains(tags, ?)")
-            params.append(TAG_SEPARATOR + tag + TAG_SEPARATOR)
-        sql = (
-            f"SELECT body FROM chat_sessions WHERE {' AND '.join(where)} "
-            "ORDER BY updated_at DESC, created_at DESC, session_id"
-        )
-        if limit is not None:
-            sql += " LIMIT ? OFFSET ?"
-            params += [limit, offset]
-        result = await self.query(sql, params)
-        return [json.loads(body) for body in result.column("body")]
-
-    async def session_ids_older_than(self, user_id: str, cutoff: int) -> list[str]:
-        result = await self.query(
-            "SELECT session_id FROM chat_sessions WHERE user_id = ? AND updated_at < ? "
-            "AND NOT pinned ORDER BY updated_at",
-            [user_id, cutoff],
-        )
-        return result.column("session_id")
-
     async def messages(
         self, session_id: str, offset: int = 0, limit: int | None = None
     ) -> list[dict[str, Any]]:

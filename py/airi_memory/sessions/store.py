@@ -289,22 +289,36 @@ class SessionStore:
         return meta.to_wire() if meta else None
 
     async def list_sessions(self, options: Any = None) -> list[dict[str, Any]]:
+        """Newest ``updatedAt`` first, filtered; answered from the session metadata held in
+        memory (a few thousand at most), which every write and every sync keeps current.
+        The same rows are in DuckDB's ``chat_sessions`` for SQL and analytics."""
         opts = _options(options, _LIST_OPTIONS, "listSessions")
         tags = opts.get("tags", [])
         if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
             raise InvalidValueError("listSessions tags must be a list of strings")
-        return await self.mirror.list_sessions(
-            opts.get("userId", self.user_id),
-            opts.get("characterId"),
-            opts.get("archived"),
-            opts.get("pinned"),
-            tags,
-            _count(opts.get("limit", 20), "listSessions limit"),
-            _count(opts.get("offset", 0), "listSessions offset"),
+        limit = _count(opts.get("limit", 20), "listSessions limit")
+        offset = _count(opts.get("offset", 0), "listSessions offset")
+        wanted = {
+            "user_id": opts.get("userId", self.user_id),
+            "character_id": opts.get("characterId"),
+            "archived": opts.get("archived"),
+            "pinned": opts.get("pinned"),
+        }
+        found = [
+            meta
+            for meta in self._newest_first()
+            if all(v is None or getattr(meta, k) == v for k, v in wanted.items())
+            and set(tags) <= set(meta.tags)
+        ]
+        return [meta.to_wire() for meta in found[offset : offset + limit]]
+
+    def _newest_first(self) -> list[ChatSessionMeta]:
+        return sorted(
+            self._metas.values(), key=lambda m: (-m.updated_at, -m.created_at, m.session_id)
         )
 
     async def get_all_sessions(self) -> list[dict[str, Any]]:
-        return await self.mirror.list_sessions(self.user_id)
+        return [m.to_wire() for m in self._newest_first() if m.user_id == self.user_id]
 
     async def _patch_session(self, session_id: str, label: str, **changes: Any) -> dict[str, Any]:
         """Change some fields: validated here, merged into the stored record there."""
@@ -358,7 +372,12 @@ class SessionStore:
         """Delete sessions not updated for ``olderThan`` ms; pinned sessions are kept."""
         opts = _options(options, {"olderThan"}, "deleteOldSessions")
         older_than = _count(opts.get("olderThan"), "deleteOldSessions olderThan (ms)")
-        ids = await self.mirror.session_ids_older_than(self.user_id, self.clock() - older_than)
+        cutoff = self.clock() - older_than
+        ids = [
+            m.session_id
+            for m in reversed(self._newest_first())
+            if m.user_id == self.user_id and m.updated_at < cutoff and not m.pinned
+        ]
         await self.queue.run("deleteOldSessions", lambda: self._delete_sessions(ids))
         return {"deleted": ids}
 
@@ -454,7 +473,13 @@ class SessionStore:
         return await self.mirror.messages(session_id, _count(offset, "offset"), limit)
 
     async def latest_messages(self, session_id: str, limit: int = 50) -> list[dict[str, Any]]:
-        return await self.mirror.latest_messages(session_id, _count(limit, "limit"))
+        """The last ``limit`` messages: from the cache when the session is there, else one
+        DuckDB query (which does not fill the cache: a window is not the whole session)."""
+        limit = _count(limit, "limit")
+        cached = self.cache.get(session_id)
+        if cached is not None:
+            return cached[-limit:] if limit else []
+        return await self.mirror.latest_messages(session_id, limit)
 
     async def persist_session_messages(self, session_id: str) -> dict[str, Any]:
         """Messages are written as they arrive; this waits until every queued write is done."""
