@@ -162,6 +162,7 @@ async def case_fork_copies_a_prefix_and_leaves_the_parent(open_system):
             pid, {"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"}
         )
     before = await s.load_session_messages(pid)
+    parent_before = await s.get_session(pid)
     fork = await s.fork_session(
         {"fromSessionId": pid, "atIndex": 10, "reason": "trying-different-approach"}
     )
@@ -171,9 +172,7 @@ async def case_fork_copies_a_prefix_and_leaves_the_parent(open_system):
     assert await s.load_session_messages(fid) == before[:10]
     await s.add_message(fid, {"role": "user", "content": "What if we tried X instead?"})
     assert await s.load_session_messages(pid) == before
-    assert (await s.get_session(pid)) == parent or (await s.get_session(pid))[
-        "updatedAt"
-    ] >= parent["updatedAt"]
+    assert await s.get_session(pid) == parent_before  # the fork never touches its parent
     await expect_error(
         InvalidValueError, s.fork_session({"fromSessionId": pid, "atIndex": 13}), "atIndex"
     )
@@ -199,7 +198,6 @@ async def case_rename_pin_tag_archive_delete(open_system):
     assert (await s.archive_session(fresh["sessionId"]))["archived"] is True
     assert [m["title"] for m in await s.list_sessions({"archived": True})] == ["Renamed"]
     assert (await s.unarchive_session(fresh["sessionId"]))["archived"] is False
-    await s.add_message(old["sessionId"], {"role": "user", "content": "bye"}) if False else None
     report = await s.delete_old_sessions({"olderThan": 30 * DAY})
     assert report == {"deleted": [old["sessionId"]]}
     assert await s.get_session(old["sessionId"]) is None

@@ -83,10 +83,8 @@ def test_export_import_round_trip_keeps_every_session_and_message(tmp_path, sess
             assert entry["meta"]["tags"] == original["meta"]["tags"]
             assert len(entry["messages"]) == len(original["messages"])
             for stored, given_message in zip(entry["messages"], original["messages"], strict=True):
-                assert stored["id"]  # assigned when missing
-                assert {k: v for k, v in stored.items() if k != "id" or "id" in given_message} == {
-                    k: v for k, v in given_message.items()
-                } | ({"id": stored["id"]} if "id" in given_message else {})
+                assert stored["id"]  # kept when given, assigned when missing
+                assert stored == {**given_message, "id": stored["id"]}
         target = await system_factory("memory", tmp_path)()
         await target.import_sessions(exported, {"keepIds": True})
         again = await target.export_sessions()

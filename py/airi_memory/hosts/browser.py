@@ -7,16 +7,12 @@ FFI; the worker calls ``boot`` once and then ``BrowserApi.dispatch`` for every c
 import json
 from typing import Any
 
-from pyodide.ffi import JsProxy, to_js
+from pyodide.ffi import to_js
 
 from ..api import MemorySystem
 from ..sql.wasm import WasmDuckDb
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
-from ..storage.indexeddb import IndexedDbDriver
-
-
-def _to_python(value: Any) -> Any:
-    return value.to_py() if isinstance(value, JsProxy) else value
+from ..storage.indexeddb import IndexedDbDriver, to_python
 
 
 class BrowserApi:
@@ -26,7 +22,7 @@ class BrowserApi:
     async def dispatch(self, method: str, args: Any) -> Any:
         """The reply as JSON text (exact: null stays null, one string crosses the bridge),
         or converted by Pyodide when it holds what JSON cannot (bytes from a raw read)."""
-        reply = await self._system.dispatch(method, _to_python(args) or [])
+        reply = await self._system.dispatch(method, to_python(args) or [])
         try:
             return json.dumps(reply, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError):
@@ -41,6 +37,6 @@ async def boot(host: Any, options: Any, publish: Any = None) -> BrowserApi:
     storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE))
     storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE))
     system = await MemorySystem.open(
-        storage, WasmDuckDb(host.sql), _to_python(options) or {}, publish=publish
+        storage, WasmDuckDb(host.sql), to_python(options) or {}, publish=publish
     )
     return BrowserApi(system)

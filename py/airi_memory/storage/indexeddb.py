@@ -19,7 +19,7 @@ DEFAULT_DB_NAME = "keyval-store"
 DEFAULT_STORE_NAME = "keyval"
 
 
-def _to_python(value: Any) -> Any:
+def to_python(value: Any) -> Any:
     """Typed arrays become bytes (one copy); other JS values their Python equivalents."""
     if not isinstance(value, JsProxy):
         return value
@@ -54,7 +54,7 @@ class IndexedDbDriver(Driver):
         return bool(await self._store.has(self._key(key)))
 
     async def get_item(self, key: str) -> Any:
-        return _to_python(await self._store.get(self._key(key)))
+        return to_python(await self._store.get(self._key(key)))
 
     async def set_item(self, key: str, value: Any) -> None:
         await self._store.set(self._key(key), value)
@@ -64,7 +64,7 @@ class IndexedDbDriver(Driver):
 
     async def get_items(self, keys: Sequence[str]) -> list[Any]:
         found = await self._store.getMany(to_js([self._key(k) for k in keys]))
-        return [_to_python(value) for value in found]
+        return [to_python(value) for value in found]
 
     async def set_items(self, items: Iterable[tuple[str, Any]]) -> None:
         entries = [[self._key(key), value] for key, value in items]
