@@ -9,27 +9,68 @@ caller always gets one clear ``Error``.
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from . import __version__, diagnostics, transfer
+from .context import Composer, ContextStore, TokenCounter, Tokens
 from .errors import AiriMemoryError, InvalidValueError, UnknownMethodError
-from .models import json_schemas, now_ms
+from .llm import HttpTransport, LlmConfig, make_provider
+from .models import MessageRetentionPolicy, RetentionPolicy, json_schemas, now_ms, validate_or_raise
 from .options import SystemOptions, parse_options
+from .policy import (
+    RetentionScheduler,
+    Summarizer,
+    apply_message_retention,
+    apply_retention_policy,
+)
 from .sessions import SessionStore
 from .sessions.analytics import message_analytics
 from .sessions.mirror import SessionMirror
 from .sql import SqlEngine
 from .storage import Storage
 
+AppCall = Callable[[str, Any], Awaitable[Any]]
+
+
+@dataclass
+class HostPorts:
+    """What a host offers beyond storage and SQL; each part may be missing."""
+
+    tokens: TokenCounter | None = None  # exact token counts (gpt-tokenizer in the browser)
+    http: HttpTransport | None = None  # for providers the user configures
+    call_app: AppCall | None = None  # the app's own functions (JS callbacks), by name
+
 
 class MemorySystem:
     def __init__(
-        self, storage: Storage, sql: SqlEngine, options: SystemOptions, sessions: SessionStore
+        self,
+        storage: Storage,
+        sql: SqlEngine,
+        options: SystemOptions,
+        sessions: SessionStore,
+        ports: HostPorts,
     ) -> None:
         self.storage = storage
         self.sql = sql
         self.options = options
         self.sessions = sessions
+        self.ports = ports
+        self.context = ContextStore(
+            storage,
+            options.user_id,
+            sessions.clock,
+            options.context.max_per_source,
+            options.context.timezone,
+        )
+        self.context.use_builtin_providers(options.context.datetime, options.context.user_profile)
+        self.tokens = Tokens(ports.tokens)
+        self.composer = Composer(self.tokens, options.models)
+        self.summarizer = Summarizer(sessions, None, sessions.clock)
+        self._configure_summarizer(options.summarizer)
+        self.scheduler = RetentionScheduler(
+            self._scheduled_retention, options.retention.interval_ms, sessions.clock
+        )
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {
             "info": self.info,
             "ping": self.ping,
@@ -52,6 +93,27 @@ class MemorySystem:
             "schemas": self.schemas,
             "exportSessions": self.export_sessions,
             "importSessions": self.import_sessions,
+            "context.ingest": self.context.ingest,
+            "context.snapshot": self.context.snapshot,
+            "context.entries": self.context.entries,
+            "context.remove": self.context.remove,
+            "context.clear": self.context.clear,
+            "context.registerProvider": self.register_app_provider,
+            "context.unregisterProvider": self.context.unregister_provider,
+            "context.setUserProfile": self.context.set_user_profile,
+            "context.getUserProfile": self.context.get_user_profile,
+            "context.setModuleState": self.context.set_module_state,
+            "composeMessages": self.compose_messages,
+            "countTokens": self.count_tokens,
+            "tokens.stats": self._token_stats,
+            "applyRetentionPolicy": self.apply_retention_policy,
+            "applyMessageRetention": self.apply_message_retention,
+            "retention.status": self._retention_status,
+            "retention.start": self._retention_start,
+            "retention.stop": self.scheduler.stop,
+            "summarizeOldContext": self.summarizer.summarize_old_context,
+            "configureSummarizer": self.configure_summarizer,
+            "summarizer.status": self._summarizer_status,
             **{
                 f"sessions.{name}": getattr(sessions, attr)
                 for name, attr in _SESSION_METHODS.items()
@@ -66,12 +128,16 @@ class MemorySystem:
         raw_options: object,
         clock: Callable[[], int] = now_ms,
         publish: Callable[[str], None] | None = None,
+        ports: HostPorts | None = None,
     ) -> "MemorySystem":
         options = parse_options(raw_options)
         sessions = await SessionStore.open(
             storage, SessionMirror(sql), options.user_id, options.cache, clock, publish
         )
-        return cls(storage, sql, options, sessions)
+        system = cls(storage, sql, options, sessions, ports or HostPorts())
+        if options.retention.enabled:
+            system.scheduler.start(run_now=options.retention.run_at_start)
+        return system
 
     async def dispatch(self, method: str, args: list[Any]) -> dict[str, Any]:
         try:
@@ -107,6 +173,8 @@ class MemorySystem:
         return (await self.sql.read_only_query(sql, params or [])).rows()
 
     async def close(self) -> None:
+        await self.scheduler.stop()
+        await self.sessions.queue.drain()
         await self.sql.close()
         await self.storage.dispose()
 
@@ -122,6 +190,120 @@ class MemorySystem:
 
     async def import_sessions(self, data: Any, options: Any = None) -> dict[str, Any]:
         return await transfer.import_sessions(self.sessions, data, options)
+
+    # --- context and composition ------------------------------------------------
+    async def register_app_provider(self, source_type: str) -> list[str]:
+        """A provider the app registered (a JS function), asked before each composition."""
+        call_app = self.ports.call_app
+        if call_app is None:
+            raise InvalidValueError("this host cannot call the app's functions")
+
+        async def provide() -> Any:
+            return await call_app(f"context:{source_type}", None)
+
+        self.context.register_provider(source_type, provide)
+        return self.context.providers()
+
+    async def compose_messages(self, session_id: str, options: Any = None) -> dict[str, Any]:
+        self.sessions.require_session(session_id)
+        errors = await self.context.refresh()
+        snapshot = await self.context.snapshot()
+        messages = await self.sessions.load_session_messages(session_id)
+        composed = await self.composer.compose(messages, snapshot, options)
+        return {**composed, "sessionId": session_id, "context": snapshot, "contextErrors": errors}
+
+    async def count_tokens(self, texts: list[str], encoding: str = "estimate") -> list[int]:
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise InvalidValueError("countTokens expects a list of strings")
+        return await self.tokens.count(encoding, texts)
+
+    async def _token_stats(self) -> dict[str, Any]:
+        return {"encodings": self.tokens.encodings(), **self.tokens.stats()}
+
+    # --- retention and summarisation ----------------------------------------------
+    def _configure_summarizer(self, config: LlmConfig | None) -> None:
+        call_app = self.ports.call_app
+
+        async def summarize(request: dict[str, Any]) -> Any:
+            assert call_app is not None
+            return await call_app("summarize", request)
+
+        self.summarizer.provider = make_provider(
+            config, self.ports.http, summarize if call_app else None
+        )
+
+    async def configure_summarizer(self, config: Any) -> dict[str, Any]:
+        """Set (or, with null, remove) the LLM that writes summaries; the key stays here."""
+        parsed = None if config is None else validate_or_raise(LlmConfig, config, "summarizer")
+        self._configure_summarizer(parsed)
+        return await self._summarizer_status()
+
+    async def _summarizer_status(self) -> dict[str, Any]:
+        provider = self.summarizer.provider
+        return {
+            "configured": provider is not None,
+            "config": provider.config.public() if provider else None,
+            "failures": self.summarizer.failures,
+        }
+
+    async def apply_retention_policy(self, policy: Any = None) -> dict[str, Any]:
+        chosen = self._policy(RetentionPolicy, policy, self.options.retention.policy)
+        return await self.scheduler.exclusive(lambda: apply_retention_policy(self.sessions, chosen))
+
+    async def apply_message_retention(self, session_id: str, policy: Any = None) -> dict[str, Any]:
+        default = self.options.retention.message_policy or MessageRetentionPolicy()
+        chosen = self._policy(MessageRetentionPolicy, policy, default)
+        self.sessions.require_session(session_id)
+        return await apply_message_retention(self.sessions, self.summarizer, session_id, chosen)
+
+    @staticmethod
+    def _policy(model: Any, raw: Any, default: Any) -> Any:
+        if raw is None:
+            return default
+        return validate_or_raise(model, {**default.to_wire(), **raw}, model.__name__)
+
+    async def _scheduled_retention(self) -> dict[str, Any]:
+        """What the scheduler runs: the session policy, the message policy if the app set
+        one, and summaries that failed before and are due again."""
+        report: dict[str, Any] = {
+            "sessions": await apply_retention_policy(self.sessions, self.options.retention.policy)
+        }
+        message_policy = self.options.retention.message_policy
+        done: set[str] = set()
+        report["messages"] = []
+        if message_policy is not None:
+            counts = await self.sessions.mirror.message_counts()
+            limit = min(message_policy.summary_threshold, message_policy.max_messages_per_session)
+            for meta in self.sessions.own_sessions():
+                if counts.get(meta.session_id, 0) > limit:
+                    done.add(meta.session_id)
+                    report["messages"].append(
+                        await apply_message_retention(
+                            self.sessions, self.summarizer, meta.session_id, message_policy
+                        )
+                    )
+        report["retried"] = []
+        for session_id in self.summarizer.due_retries():
+            if await self.sessions.get_session(session_id) is None:
+                self.summarizer.failures.pop(session_id, None)
+                continue
+            if session_id in done:
+                continue
+            threshold = self.summarizer.failures[session_id]["threshold"]
+            try:
+                await self.summarizer.summarize_old_context(session_id, threshold)
+                report["retried"].append({"sessionId": session_id, "ok": True})
+            except AiriMemoryError as error:
+                failed = {"sessionId": session_id, "ok": False, "error": str(error)}
+                report["retried"].append(failed)
+        return report
+
+    async def _retention_status(self) -> dict[str, Any]:
+        return self.scheduler.status()
+
+    async def _retention_start(self, run_now: bool = False) -> dict[str, Any]:
+        self.scheduler.start(run_now=bool(run_now))
+        return self.scheduler.status()
 
     async def _set_items(self, items: list[dict[str, Any]]) -> None:
         if not isinstance(items, list) or not all(

@@ -40,3 +40,12 @@ class StorageQuotaError(AiriMemoryError):
 
 class NotFoundError(_PlainKeyError):
     """A session or message that does not exist."""
+
+
+class ContextTooLongError(AiriMemoryError):
+    """The parts that must be sent (system prompt, context, newest turn) exceed the budget."""
+
+
+class ProviderError(AiriMemoryError):
+    """An LLM or embedding provider failed: unreachable, timed out, an HTTP error, or a
+    reply that does not follow its protocol. Nothing stored was changed."""

@@ -59,6 +59,18 @@ class Categorization(_Wire):
     reasoning: str | None = Field(default=None, max_length=MAX_CONTENT_CHARS)
 
 
+class SummaryInfo(_Wire):
+    """Marks a message as a summary of older turns and says which ones it covers, so
+    they are never summarised twice and composition sends the summary instead."""
+
+    ALWAYS_WRITTEN = ("covers", "method", "provider")
+    covers: list[str] = Field(min_length=1)
+    method: Literal["llm", "extractive"]
+    provider: str = Field(max_length=MAX_ID_CHARS)
+    model: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+    supersedes: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+
+
 class ChatHistoryItem(_Wire):
     ALWAYS_WRITTEN = ("id", "role", "content", "created_at")
     id: str = Field(default_factory=new_id, min_length=1, max_length=MAX_ID_CHARS)
@@ -68,6 +80,7 @@ class ChatHistoryItem(_Wire):
     slices: list[dict[str, Any]] | None = None
     tool_results: list[dict[str, Any]] | None = Field(default=None, alias="tool_results")
     categorization: Categorization | None = None
+    summary: SummaryInfo | None = None
 
     def text(self) -> str:
         """The words of the message, whatever its content shape (for search and tokens)."""
@@ -112,6 +125,47 @@ class CacheConfig(_Wire):
     strategy: Literal["lru", "lfu"] = "lru"
 
 
+DAY_MS = 24 * 60 * 60 * 1000
+
+
+class ContextMessage(_Wire):
+    """Context a module provides for the next LLM call (the seed's ``ContextMessage``)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    ALWAYS_WRITTEN = ("source_type", "source_id", "content", "strategy", "created_at")
+    source_type: str = Field(alias="sourceType", min_length=1, max_length=MAX_ID_CHARS)
+    source_id: str = Field(alias="sourceId", min_length=1, max_length=MAX_ID_CHARS)
+    content: dict[str, Any]
+    strategy: Literal["replace-self", "append-self"] = "replace-self"
+    priority: int = Field(default=0, ge=-1_000_000, le=1_000_000)
+    expires_at: int | None = Field(default=None, alias="expiresAt", ge=0)
+    created_at: int = Field(default_factory=now_ms, alias="createdAt", ge=0)
+
+
+class RetentionPolicy(_Wire):
+    """The seed's session retention; times in milliseconds."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    ALWAYS_WRITTEN = ("max_sessions", "max_age", "archive_after", "delete_archived")
+    max_sessions: int = Field(default=1000, alias="maxSessions", ge=0)
+    max_age: int = Field(default=90 * DAY_MS, alias="maxAge", ge=0)
+    archive_after: int = Field(default=30 * DAY_MS, alias="archiveAfter", ge=0)
+    delete_archived: bool = Field(default=False, alias="deleteArchived")
+
+
+class MessageRetentionPolicy(_Wire):
+    """The seed's per-session message retention."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    ALWAYS_WRITTEN = (
+        "keep_system_messages", "max_messages_per_session", "summarize_old", "summary_threshold",
+    )  # fmt: skip
+    keep_system_messages: bool = Field(default=True, alias="keepSystemMessages")
+    max_messages_per_session: int = Field(default=200, alias="maxMessagesPerSession", ge=1)
+    summarize_old: bool = Field(default=True, alias="summarizeOld")
+    summary_threshold: int = Field(default=50, alias="summaryThreshold", ge=1)
+
+
 Model = TypeVar("Model", bound=BaseModel)
 
 
@@ -133,5 +187,12 @@ def json_schemas() -> dict[str, Any]:
     """The contract as JSON Schema (camelCase, as JS sees it), for apps and other tools."""
     return {
         model.__name__: model.model_json_schema(by_alias=True)
-        for model in (ChatSessionMeta, ChatHistoryItem, CacheConfig)
+        for model in (
+            ChatSessionMeta,
+            ChatHistoryItem,
+            CacheConfig,
+            ContextMessage,
+            RetentionPolicy,
+            MessageRetentionPolicy,
+        )
     }

@@ -2,15 +2,39 @@
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .context.tokens import ModelPreset
 from .errors import InvalidValueError
-from .models import CacheConfig
+from .llm import LlmConfig
+from .models import CacheConfig, MessageRetentionPolicy, RetentionPolicy
 
 
-class SystemOptions(BaseModel):
+class _Options(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
+
+class ContextOptions(_Options):
+    max_per_source: int = Field(default=20, alias="maxPerSource", ge=1, le=1000)
+    datetime: bool = True  # the built-in module:datetime provider
+    user_profile: bool = Field(default=True, alias="userProfile")
+    timezone: str = Field(default="UTC", min_length=1, max_length=64)
+
+
+class RetentionOptions(_Options):
+    enabled: bool = True
+    policy: RetentionPolicy = Field(default_factory=RetentionPolicy)
+    # Off unless given: deleting messages is the app's choice, not a default.
+    message_policy: MessageRetentionPolicy | None = Field(default=None, alias="messagePolicy")
+    interval_ms: int = Field(default=3_600_000, alias="intervalMs", ge=10)
+    run_at_start: bool = Field(default=True, alias="runAtStart")
+
+
+class SystemOptions(_Options):
     user_id: str = Field(default="local", alias="userId", min_length=1, max_length=256)
     cache: CacheConfig = Field(default_factory=CacheConfig)
+    context: ContextOptions = Field(default_factory=ContextOptions)
+    retention: RetentionOptions = Field(default_factory=RetentionOptions)
+    summarizer: LlmConfig | None = None
+    models: dict[str, ModelPreset] = Field(default_factory=dict)
 
 
 def parse_options(raw: object) -> SystemOptions:

@@ -179,8 +179,17 @@ class SessionMirror:
 
     async def delete_sessions(self, session_ids: Sequence[str]) -> None:
         await self.flush()
-        for session_id in session_ids:
-            await self.sql.execute("DELETE FROM chat_messages WHERE session_id = ?", [session_id])
+        if len(session_ids) <= SMALL_FLUSH:
+            for session_id in session_ids:
+                await self.sql.execute(
+                    "DELETE FROM chat_messages WHERE session_id = ?", [session_id]
+                )
+        else:
+            await self._with_keys(
+                {"session_id": list(session_ids)},
+                "DELETE FROM chat_messages USING doomed WHERE chat_messages.session_id = "
+                "doomed.session_id",
+            )
         await self._delete_session_rows(session_ids)
 
     # --- reads --------------------------------------------------------------------
@@ -222,12 +231,32 @@ class SessionMirror:
         record, body = result.tuples()[0]
         return record, json.loads(body)
 
+    async def records_of(self, session_id: str, message_ids: Sequence[str]) -> list[str]:
+        """Record names of the named messages of a session (those that exist)."""
+        found: list[str] = []
+        ids = list(message_ids)
+        for start in range(0, len(ids), 500):  # bound parameters, in statements of a fair size
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            result = await self.query(
+                f"SELECT record FROM chat_messages WHERE session_id = ? AND id IN ({marks})",
+                [session_id, *chunk],
+            )
+            found.extend(result.column("record"))
+        return found
+
     async def max_seqs(self) -> dict[str, int]:
         """The highest message seq of every session, to continue numbering after a start."""
         result = await self.query(
             "SELECT session_id, max(seq) AS top FROM chat_messages GROUP BY session_id", []
         )
         return dict(result.tuples())
+
+    async def message_counts(self) -> dict[str, int]:
+        result = await self.query(
+            "SELECT session_id, count(*) AS n FROM chat_messages GROUP BY session_id", []
+        )
+        return {sid: int(n) for sid, n in result.tuples()}
 
     async def message_count(self, session_id: str) -> int:
         result = await self.query(

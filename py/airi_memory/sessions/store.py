@@ -312,13 +312,17 @@ class SessionStore:
         ]
         return [meta.to_wire() for meta in found[offset : offset + limit]]
 
+    def own_sessions(self) -> list[ChatSessionMeta]:
+        """This user's sessions, newest ``updatedAt`` first."""
+        return [m for m in self._newest_first() if m.user_id == self.user_id]
+
     def _newest_first(self) -> list[ChatSessionMeta]:
         return sorted(
             self._metas.values(), key=lambda m: (-m.updated_at, -m.created_at, m.session_id)
         )
 
     async def get_all_sessions(self) -> list[dict[str, Any]]:
-        return [m.to_wire() for m in self._newest_first() if m.user_id == self.user_id]
+        return [m.to_wire() for m in self.own_sessions()]
 
     async def _patch_session(self, session_id: str, label: str, **changes: Any) -> dict[str, Any]:
         """Change some fields: validated here, merged into the stored record there."""
@@ -358,15 +362,45 @@ class SessionStore:
         return True
 
     async def _delete_sessions(self, session_ids: list[str]) -> None:
-        """One transaction per session: its meta and every message record go together."""
+        """One transaction: every named session's meta and message records go together."""
+        if not session_ids:
+            return
+        await self._write(
+            removes=[records.session_key(sid) for sid in session_ids],
+            prefixes=[records.messages_prefix(sid) for sid in session_ids],
+        )
         for sid in session_ids:
-            await self._write(
-                removes=[records.session_key(sid)], prefixes=[records.messages_prefix(sid)]
-            )
             self._metas.pop(sid, None)
             self._next_seq.pop(sid, None)
-            await self.mirror.delete_sessions([sid])
             self.cache.invalidate(sid)
+        await self.mirror.delete_sessions(session_ids)
+
+    async def delete_sessions(self, session_ids: list[str], label: str = "deleteSessions") -> None:
+        await self.queue.run(label, lambda: self._delete_sessions(session_ids))
+
+    async def patch_sessions(self, changes: dict[str, dict[str, Any]], label: str) -> None:
+        """Change fields of many sessions in one transaction (retention archives thousands)."""
+
+        async def task() -> None:
+            updated = {
+                sid: validate_or_raise(
+                    ChatSessionMeta, {**self.require_session(sid).to_wire(), **fields}
+                )
+                for sid, fields in changes.items()
+                if sid in self._metas
+            }
+            if not updated:
+                return
+            patches = [
+                (records.session_key(sid), {k: meta.to_wire()[k] for k in changes[sid]})
+                for sid, meta in updated.items()
+            ]
+            await self._write(patches=patches)
+            for sid, meta in updated.items():
+                self._metas[sid] = meta
+                self.mirror.put_session(meta)
+
+        await self.queue.run(label, task)
 
     async def delete_old_sessions(self, options: Any) -> dict[str, Any]:
         """Delete sessions not updated for ``olderThan`` ms; pinned sessions are kept."""
@@ -419,6 +453,30 @@ class SessionStore:
 
         return await self.queue.run("addMessage", task)
 
+    async def put_summary(
+        self, session_id: str, summary: ChatHistoryItem, replaces: str | None
+    ) -> dict[str, Any]:
+        """Add a summary message and drop the one it supersedes, in one transaction. The
+        session's ``updatedAt`` is left alone: summarising is not activity."""
+
+        async def task() -> dict[str, Any]:
+            self.require_session(session_id)
+            seq = self._next_seq.get(session_id, 0)
+            record = records.record_name(seq, self.writer)
+            old = await self.mirror.records_of(session_id, [replaces] if replaces else [])
+            await self._write(
+                sets=[(records.message_key(session_id, record), summary.to_wire())],
+                removes=[records.message_key(session_id, r) for r in old],
+            )
+            self._next_seq[session_id] = seq + 1
+            if old:
+                await self.mirror.delete_records([(session_id, r) for r in old])
+            self.mirror.add_message(session_id, record, summary)
+            self.cache.invalidate(session_id)
+            return summary.to_wire()
+
+        return await self.queue.run("summarize", task)
+
     async def _message(self, session_id: str, message_id: str) -> tuple[str, dict[str, Any]]:
         found = await self.mirror.message(session_id, message_id)
         if found is None:
@@ -451,6 +509,20 @@ class SessionStore:
             return True
 
         return await self.queue.run("deleteMessage", task)
+
+    async def delete_messages(self, session_id: str, message_ids: list[str], label: str) -> int:
+        """Delete many messages of a session in one transaction; returns how many."""
+
+        async def task() -> int:
+            found = await self.mirror.records_of(session_id, message_ids)
+            if not found:
+                return 0
+            await self._write(removes=[records.message_key(session_id, r) for r in found])
+            await self.mirror.delete_records([(session_id, r) for r in found])
+            self.cache.invalidate(session_id)
+            return len(found)
+
+        return await self.queue.run(label, task)
 
     async def load_session_messages(self, session_id: str) -> list[dict[str, Any]]:
         """All messages of a session, in order; held in the cache only once asked for."""

@@ -1,0 +1,29 @@
+"""The HTTP port in the browser: ``fetch`` in the worker, with an abort on timeout.
+
+The host's ``http.postJson(url, headersJson, body, timeoutMs)`` resolves to
+``{status, text}`` or ``{error, timedOut}``; it never throws across the bridge.
+"""
+
+import json
+from typing import Any
+
+from ..errors import ProviderError
+from ..storage.indexeddb import to_python
+from .transport import HttpReply, HttpTransport
+
+
+class FetchTransport(HttpTransport):
+    def __init__(self, http: Any) -> None:
+        self._http = http
+
+    async def post_json(
+        self, url: str, headers: dict[str, str], body: str, timeout_s: float
+    ) -> HttpReply:
+        reply = to_python(
+            await self._http.postJson(url, json.dumps(headers), body, int(timeout_s * 1000))
+        )
+        if reply.get("timedOut"):
+            raise ProviderError(f"no reply from {url} within {timeout_s:g} s")
+        if reply.get("error") is not None:
+            raise ProviderError(f"cannot reach {url}: {reply['error']}")
+        return HttpReply(int(reply["status"]), str(reply["text"]))

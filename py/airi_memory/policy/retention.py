@@ -1,0 +1,100 @@
+"""Retention, as the seed describes it, with one rule added: pinned sessions are never
+archived or deleted by a policy.
+
+Session retention (``applyRetentionPolicy``): archive sessions inactive for longer than
+``archiveAfter``; when ``deleteArchived``, delete archived sessions created more than
+``maxAge`` ago; then, while more than ``maxSessions`` are active, archive the least
+recently updated. Each step is one transaction, however many sessions it touches.
+
+Message retention (``applyMessageRetention``), per session: summarise all but the last
+``summaryThreshold`` turns, then delete the oldest messages beyond
+``maxMessagesPerSession``. When summaries are on, only turns a summary covers are ever
+deleted, so a failed summary never costs history.
+"""
+
+import time
+from typing import Any
+
+from ..context.compose import is_summary
+from ..errors import ProviderError
+from ..models import MessageRetentionPolicy, RetentionPolicy
+from ..sessions import SessionStore
+from .summarize import Summarizer
+
+
+async def apply_retention_policy(sessions: SessionStore, policy: RetentionPolicy) -> dict[str, Any]:
+    started = time.perf_counter()
+    now = sessions.clock()
+    inactive = [
+        m.session_id
+        for m in sessions.own_sessions()
+        if not m.archived and not m.pinned and now - m.updated_at > policy.archive_after
+    ]
+    await sessions.patch_sessions({sid: {"archived": True} for sid in inactive}, "retention")
+    expired: list[str] = []
+    if policy.delete_archived:
+        expired = [
+            m.session_id
+            for m in sessions.own_sessions()
+            if m.archived and not m.pinned and now - m.created_at > policy.max_age
+        ]
+        await sessions.delete_sessions(expired, "retention")
+    active = [m for m in sessions.own_sessions() if not m.archived]  # newest first
+    excess = max(len(active) - policy.max_sessions, 0)
+    over_limit = [m.session_id for m in reversed(active) if not m.pinned][:excess]
+    await sessions.patch_sessions({sid: {"archived": True} for sid in over_limit}, "retention")
+    return {
+        "ranAt": now,
+        "policy": policy.to_wire(),
+        "archivedInactive": inactive,
+        "deletedExpired": expired,
+        "archivedOverLimit": over_limit,
+        "activeSessions": len(active) - len(over_limit),
+        "durationMs": round((time.perf_counter() - started) * 1000, 1),
+    }
+
+
+async def apply_message_retention(
+    sessions: SessionStore,
+    summarizer: Summarizer,
+    session_id: str,
+    policy: MessageRetentionPolicy,
+) -> dict[str, Any]:
+    report: dict[str, Any] = {"sessionId": session_id, "summarized": 0, "deleted": 0}
+    if policy.summarize_old:
+        try:
+            summary = await summarizer.summarize_old_context(session_id, policy.summary_threshold)
+            report["summarized"] = summary["summarized"]
+            if "warning" in summary:
+                report["warning"] = summary["warning"]
+        except ProviderError as error:
+            report["summaryError"] = str(error)
+    messages = await sessions.load_session_messages(session_id)
+    excess = len(messages) - policy.max_messages_per_session
+    if excess <= 0:
+        return report
+    covered: set[str] = set()
+    for message in messages:
+        if is_summary(message):
+            covered = set(message["summary"]["covers"])
+    doomed: list[str] = []
+    for index, message in enumerate(messages):
+        if len(doomed) >= excess and message.get("role") != "tool":
+            break
+        if is_summary(message) or (policy.keep_system_messages and message["role"] == "system"):
+            continue
+        if policy.summarize_old and message["id"] not in covered:
+            break  # never delete a turn no summary stands for
+        if len(doomed) >= excess and not _follows(messages, index, doomed):
+            break
+        doomed.append(message["id"])  # a tool result goes with the call deleted before it
+    report["deleted"] = await sessions.delete_messages(session_id, doomed, "messageRetention")
+    return report
+
+
+def _follows(messages: list[dict[str, Any]], index: int, doomed: list[str]) -> bool:
+    """Whether the tool message at ``index`` answers a call that is being deleted."""
+    for earlier in reversed(messages[:index]):
+        if earlier.get("role") != "tool":
+            return earlier["id"] in doomed
+    return False
