@@ -6,30 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airi_memory.api import MemorySystem
-from airi_memory.sql.native import NativeDuckDb
-from airi_memory.storage import MemoryDriver, Storage
-from airi_memory.storage.fs import FsDriver
 from contract.sessions_contract import CASES
-
-
-def system_factory(kind: str, tmp_path):
-    """``open_system`` for the contract: same durable drivers every time, fresh DuckDB."""
-    drivers = {"local": MemoryDriver(), "outbox": MemoryDriver()}
-
-    async def open_system(clock=None, separate_engine=False, **options):
-        storage = Storage(MemoryDriver())
-        if kind == "memory":
-            storage.mount("local", drivers["local"]).mount("outbox", drivers["outbox"])
-        else:
-            storage.mount("local", FsDriver(tmp_path / "airi-local"))
-            storage.mount("outbox", FsDriver(tmp_path / "airi-sync-queue"))
-        extra = {"clock": clock} if clock else {}
-        return await MemorySystem.open(
-            storage, NativeDuckDb(), {"userId": "tester", **options}, **extra
-        )
-
-    return open_system
+from native_systems import system_factory
 
 
 @pytest.mark.parametrize("kind", ["memory", "fs"])

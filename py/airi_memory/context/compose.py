@@ -52,14 +52,28 @@ def context_lines(snapshot: dict[str, Any], style: str) -> str:
 
 
 def units(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Messages grouped so that tool results stay with the message that called them."""
+    """Messages grouped so that tool results stay with the assistant message that called
+    them. Tool results with no such message before them (it was deleted) are orphans: a
+    unit of their own, which composition never sends."""
     grouped: list[list[dict[str, Any]]] = []
     for message in history:
-        if message.get("role") == "tool" and grouped:
+        if (
+            message.get("role") == "tool"
+            and grouped
+            and grouped[-1][0].get("role")
+            in (
+                "assistant",
+                "tool",
+            )
+        ):
             grouped[-1].append(message)
         else:
             grouped.append([message])
     return grouped
+
+
+def is_orphan(unit: list[dict[str, Any]]) -> bool:
+    return unit[0].get("role") == "tool"
 
 
 @dataclass
@@ -159,13 +173,12 @@ class Composer:
         unit_cost = lambda unit: sum(cost[f"message:{m.get('id')}"] for m in unit)  # noqa: E731
         all_units = units(window.history)
         kept: list[list[dict[str, Any]]] = []
+        all_units = [unit for unit in all_units if not is_orphan(unit)]
         for unit in reversed(all_units):
             if used + unit_cost(unit) > budget:
                 break
             used += unit_cost(unit)
             kept.insert(0, unit)
-        while kept and kept[0][0].get("role") == "tool":  # an orphan: its call is not here
-            used -= unit_cost(kept.pop(0))
         if all_units and not kept:
             raise ContextTooLongError(
                 f"the newest message needs {unit_cost(all_units[-1])} tokens but only "

@@ -1,9 +1,14 @@
-"""Wiring for CPython: the same core over files (or memory) and the duckdb package."""
+"""Wiring for CPython: the same core over files (or memory), the duckdb package and urllib.
+
+CPython has no exact tokenizer port (token counts use the seed's estimate) and no app
+functions to call: Python callers register providers and LLMs as Python objects.
+"""
 
 from pathlib import Path
 from typing import Any
 
-from ..api import MemorySystem
+from ..api import HostPorts, MemorySystem
+from ..llm.urllib_transport import UrllibTransport
 from ..sql.native import NativeDuckDb
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
 from ..storage.fs import FsDriver
@@ -18,4 +23,5 @@ async def open_memory_system(folder: Path | None = None, **options: Any) -> Memo
     else:
         storage.mount(LOCAL_MOUNT, FsDriver(Path(folder) / LOCAL_BASE))
         storage.mount(OUTBOX_MOUNT, FsDriver(Path(folder) / OUTBOX_BASE))
-    return await MemorySystem.open(storage, NativeDuckDb(), options)
+    ports = HostPorts(http=UrllibTransport())
+    return await MemorySystem.open(storage, NativeDuckDb(), options, ports=ports)

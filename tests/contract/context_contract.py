@@ -1,0 +1,481 @@
+"""The context contract: context store, composition, retention, summarisation; run on
+CPython and in Pyodide (IndexedDB, DuckDB-WASM). Self-contained, as the sessions
+contract, so that it runs inside Pyodide too. LLMs here are Python functions behind the
+callback provider; the HTTP provider is tested against a real server elsewhere.
+"""
+
+import asyncio
+
+from airi_memory.errors import ContextTooLongError, InvalidValueError, ProviderError
+from airi_memory.llm import LlmConfig
+from airi_memory.llm.providers import CallbackLlm
+
+DAY = 24 * 60 * 60 * 1000
+START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+QUIET = {"retention": {"enabled": False}, "context": {"datetime": False}}
+
+
+class Clock:
+    """A clock the test moves by hand (each reading adds 1 ms, so writes stay ordered)."""
+
+    def __init__(self, now=START):
+        self.now = now
+
+    def __call__(self):
+        self.now += 1
+        return self.now
+
+
+async def expect_error(kind, coroutine, *words):
+    try:
+        await coroutine
+    except kind as error:
+        for word in words:
+            assert word in str(error), f"{word!r} not in {error}"
+        return error
+    raise AssertionError(f"expected {kind.__name__}")
+
+
+def context(source_type, content, **extra):
+    return {"sourceType": source_type, "sourceId": extra.pop("sourceId", "a"), "content": content,
+            **extra}  # fmt: skip
+
+
+# --- context store ----------------------------------------------------------------
+async def case_context_strategies_priority_and_expiry(open_system):
+    clock = Clock()
+    system = await open_system(clock=clock, **QUIET)
+    c = system.context
+    await c.ingest(context("module:discord", {"channel": "general"}))
+    await c.ingest(context("module:discord", {"channel": "random"}))  # replace-self
+    assert await c.snapshot() == {"module:discord": {"channel": "random"}}
+    for n in range(25):
+        await c.ingest(context("sensor:chat", {"n": n}, strategy="append-self"))
+    snapshot = await c.snapshot()
+    assert snapshot["sensor:chat"] == [{"n": n} for n in range(5, 25)]  # capped at 20 per source
+    await c.ingest(context("module:urgent", {"alarm": True}, priority=5))
+    await c.ingest(context("module:soon-gone", {"x": 1}, expiresAt=clock.now + 1000))
+    assert list(await c.snapshot()) == [
+        "module:urgent", "module:discord", "sensor:chat", "module:soon-gone",
+    ]  # fmt: skip
+    clock.now += 1000
+    assert "module:soon-gone" not in await c.snapshot()
+    # Two sources of one type both show, oldest first; removing one leaves the other.
+    await c.ingest(context("module:minecraft", {"server": "a"}, sourceId="one"))
+    await c.ingest(context("module:minecraft", {"server": "b"}, sourceId="two"))
+    assert (await c.snapshot())["module:minecraft"] == [{"server": "a"}, {"server": "b"}]
+    assert await c.remove("module:minecraft", "one") == 1
+    assert (await c.snapshot())["module:minecraft"] == {"server": "b"}
+    entries = await c.entries()
+    assert entries[0]["sourceType"] == "module:urgent" and entries[0]["priority"] == 5
+    assert await c.remove("sensor:chat") == 20
+    assert await c.clear() == 3  # discord, urgent, minecraft "two"
+    assert await c.snapshot() == {}
+    await expect_error(InvalidValueError, c.ingest(context("x", "not an object")), "content")
+    await expect_error(InvalidValueError, c.ingest(context("x", {}, strategy="merge")), "strategy")
+    await expect_error(InvalidValueError, c.ingest({"sourceId": "a", "content": {}}), "sourceType")
+
+
+async def case_providers_are_asked_before_each_composition(open_system):
+    clock = Clock()
+    system = await open_system(clock=clock, retention={"enabled": False})
+    sid = (await system.sessions.create_session())["sessionId"]
+    await system.sessions.add_message(sid, {"role": "user", "content": "hi"})
+    calls = []
+
+    async def weather():
+        calls.append(1)
+        return {"sky": "clear", "calls": len(calls)}
+
+    async def broken():
+        raise RuntimeError("sensor offline")
+
+    async def nothing():
+        return None
+
+    system.context.register_provider("sensor:weather", weather)
+    system.context.register_provider("sensor:broken", broken)
+    system.context.register_provider("sensor:nothing", nothing)
+    await system.context.set_user_profile({"name": "Alice", "likes": ["tea"]})
+    await system.context.set_module_state("discord", {"voiceConnected": False})
+    first = await system.compose_messages(sid, {"maxTokens": 4000})
+    second = await system.compose_messages(sid, {"maxTokens": 4000})
+    assert second["context"]["sensor:weather"] == {"sky": "clear", "calls": 2}
+    assert first["contextErrors"] == {"sensor:broken": "RuntimeError: sensor offline"}
+    assert "sensor:nothing" not in second["context"]
+    assert second["context"]["module:user-profile"] == {"name": "Alice", "likes": ["tea"]}
+    assert second["context"]["module:discord"] == {"voiceConnected": False}
+    stamp = second["context"]["module:datetime"]
+    assert stamp["timestamp"] >= START and stamp["formatted"].startswith("2026-01-01T00:00:")
+    assert stamp["formatted"].endswith("Z") and stamp["timezone"] == "UTC"
+    restarted = await open_system(clock=clock, retention={"enabled": False})
+    assert await restarted.context.get_user_profile() == {"name": "Alice", "likes": ["tea"]}
+    await restarted.context.set_user_profile(None)
+    assert await restarted.context.get_user_profile() is None
+
+
+# --- composition ------------------------------------------------------------------
+async def chat(system, contents, system_prompt="You are Airi."):
+    """A session with a system prompt and one message per (role, text) pair."""
+    meta = await system.sessions.create_session({"systemPrompt": system_prompt})
+    sid = meta["sessionId"]
+    added = []
+    for role, text, *extra in contents:
+        message = {"role": role, "content": text, **(extra[0] if extra else {})}
+        added.append(await system.sessions.add_message(sid, message))
+    return sid, added
+
+
+async def case_compose_orders_parts_and_prunes_oldest_first(open_system):
+    system = await open_system(clock=Clock(), **QUIET)
+    # Each text is 40 characters: 10 estimated tokens.
+    turns = [("user" if i % 2 == 0 else "assistant", f"{i:02d}" + "x" * 38) for i in range(10)]
+    sid, added = await chat(system, turns, "S" * 40)
+    await system.context.ingest(context("module:discord", {"channel": "general"}))
+    line = 'Module module:discord: {"channel": "general"}'
+    context_tokens = -(-len(line) // 4)
+    # Budget for the system prompt, the context and exactly three turns.
+    budget = 10 + context_tokens + 30
+    composed = await system.compose_messages(sid, {"maxTokens": budget + 7, "reserveTokens": 7})
+    assert composed["messages"][0] == {"role": "system", "content": "S" * 40}
+    assert composed["messages"][1] == {"role": "user", "content": [{"type": "text", "text": line}]}
+    assert [m["content"][:2] for m in composed["messages"][2:]] == ["07", "08", "09"]
+    assert composed["tokens"] == {
+        "system": 10, "context": context_tokens, "summary": 0, "history": 30,
+        "total": budget, "budget": budget, "maxTokens": budget + 7, "reserveTokens": 7,
+    }  # fmt: skip
+    assert composed["droppedMessages"] == 7 and composed["encoding"] == "estimate"
+    assert [p["kind"] for p in composed["parts"]] == ["system", "context"] + ["history"] * 3
+    assert composed["parts"][2]["messageId"] == added[7]["id"]
+    # One token less and the oldest of the three goes.
+    smaller = await system.compose_messages(sid, {"maxTokens": budget - 1})
+    assert [m["content"][:2] for m in smaller["messages"][2:]] == ["08", "09"]
+    # The app's system prompt replaces the stored one; no context, no context message.
+    await system.context.clear()
+    plain = await system.compose_messages(sid, {"maxTokens": 1000, "systemPrompt": "Be brief."})
+    assert plain["messages"][0] == {"role": "system", "content": "Be brief."}
+    assert len(plain["messages"]) == 11 and plain["contextPlacement"] == "none"
+
+
+async def case_compose_refuses_what_cannot_fit(open_system):
+    system = await open_system(clock=Clock(), **QUIET)
+    sid, _ = await chat(system, [("user", "u" * 400)], "S" * 400)
+    await expect_error(ContextTooLongError, system.compose_messages(sid, {"maxTokens": 90}), "100")
+    error = await expect_error(
+        ContextTooLongError, system.compose_messages(sid, {"maxTokens": 150}), "newest message"
+    )
+    assert "100 tokens" in str(error) and "50" in str(error)
+    await expect_error(InvalidValueError, system.compose_messages(sid, {}), "model or maxTokens")
+    await expect_error(
+        InvalidValueError, system.compose_messages(sid, {"model": "mystery-1"}), "unknown model"
+    )
+    await expect_error(
+        InvalidValueError,
+        system.compose_messages(sid, {"maxTokens": 10, "reserveTokens": 10}),
+        "reserveTokens",
+    )
+    await expect_error(
+        InvalidValueError, system.compose_messages(sid, {"maxTokens": 10, "colour": 1}), "colour"
+    )
+
+
+async def case_compose_keeps_tool_calls_with_their_results(open_system):
+    system = await open_system(clock=Clock(), **QUIET)
+    call = {"tool_calls": [{"id": "c1", "type": "function",
+                            "function": {"name": "look", "arguments": "{}"}}]}  # fmt: skip
+    turns = [
+        ("user", "u" * 40),
+        ("assistant", "", call),
+        ("tool", "r" * 40, {"tool_call_id": "c1"}),
+        ("tool", "s" * 40, {"tool_call_id": "c1"}),
+        ("assistant", "a" * 40),
+        ("error", "the provider failed"),
+    ]
+    sid, _ = await chat(system, turns, "")
+    everything = await system.compose_messages(sid, {"maxTokens": 1000})
+    roles = [m["role"] for m in everything["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "assistant"]  # no error role
+    assert everything["messages"][2]["tool_calls"] == call["tool_calls"]
+    assert everything["messages"][3] == {"role": "tool", "content": "r" * 40, "tool_call_id": "c1"}
+    unit = everything["tokens"]["history"] - 20  # the call and its two results
+    # A budget that fits the last answer and the two results but not their call: the
+    # results are not sent alone.
+    tight = await system.compose_messages(sid, {"maxTokens": 10 + unit - 1})
+    assert [m["role"] for m in tight["messages"]] == ["system", "assistant"]
+    whole = await system.compose_messages(sid, {"maxTokens": 10 + unit})
+    assert [m["role"] for m in whole["messages"]] == [
+        "system", "assistant", "tool", "tool", "assistant",
+    ]  # fmt: skip
+    # History that starts with orphan tool results (their call was deleted) skips them.
+    messages = await system.sessions.load_session_messages(sid)
+    await system.sessions.delete_message(sid, messages[2]["id"])
+    orphaned = await system.compose_messages(sid, {"maxTokens": 1000})
+    assert [m["role"] for m in orphaned["messages"]] == ["system", "user", "assistant"]
+
+
+async def case_compose_airi_placement_and_presets(open_system):
+    system = await open_system(clock=Clock(), **QUIET)
+    sid, _ = await chat(system, [("user", "hello"), ("assistant", "hi"), ("user", "news?")])
+    await system.context.ingest(context("module:discord", {"channel": "general"}))
+    composed = await system.compose_messages(
+        sid, {"maxTokens": 1000, "contextPlacement": "last-user"}
+    )
+    block = '[Context]\n- module:discord: {"channel": "general"}'
+    assert composed["messages"][-1] == {"role": "user", "content": f"news?\n\n{block}"}
+    assert len(composed["messages"]) == 4
+    assert composed["parts"][-1]["withContext"] is True
+    assert composed["tokens"]["context"] == -(-len(block) // 4)
+    gpt = await system.compose_messages(sid, {"model": "gpt-4o-2024-08-06"})
+    assert gpt["tokens"]["maxTokens"] == 120_000 and gpt["tokens"]["reserveTokens"] == 8_000
+    claude = await system.compose_messages(sid, {"model": "claude-3.5-sonnet"})
+    assert claude["tokens"]["budget"] == 160_000 and claude["encoding"] == "estimate"
+    local = await system.compose_messages(sid, {"model": "local", "maxTokens": 6000})
+    assert local["tokens"]["maxTokens"] == 6000
+    # An app-defined preset.
+    custom = await open_system(
+        clock=Clock(), models={"my-llama": {"maxTokens": 2048, "reserveTokens": 256}}, **QUIET
+    )
+    sid2, _ = await chat(custom, [("user", "hello")])
+    assert (await custom.compose_messages(sid2, {"model": "my-llama"}))["tokens"]["budget"] == 1792
+
+
+async def case_token_counts_are_cached_per_message(open_system):
+    system = await open_system(clock=Clock(), **QUIET)
+    sid, added = await chat(system, [("user", f"message {i}") for i in range(50)])
+    await system.compose_messages(sid, {"maxTokens": 100_000})
+    before = system.tokens.stats()
+    await system.compose_messages(sid, {"maxTokens": 100_000})
+    after = system.tokens.stats()
+    assert after["misses"] == before["misses"]
+    assert after["hits"] - before["hits"] == 51
+    await system.sessions.update_message(sid, added[0]["id"], {"content": "changed " * 10})
+    third = await system.compose_messages(sid, {"maxTokens": 100_000})
+    assert system.tokens.stats()["misses"] == after["misses"] + 1
+    assert third["parts"][1]["tokens"] == 20
+    assert await system.count_tokens(["abcd", "abcde", ""]) == [1, 2, 0]
+    await expect_error(InvalidValueError, system.count_tokens(["x"], "p50k_base"), "p50k_base")
+
+
+# --- retention --------------------------------------------------------------------
+async def aged_sessions(system, clock, ages):
+    """Sessions last updated ``age`` days ago, oldest first; returns their ids by name."""
+    ids = {}
+    for name, age, extra in ages:
+        clock.now = START - age * DAY
+        ids[name] = (await system.sessions.create_session({"title": name, **extra}))["sessionId"]
+    clock.now = START
+    return ids
+
+
+async def case_retention_archives_deletes_and_caps(open_system):
+    clock = Clock()
+    system = await open_system(clock=clock, **QUIET)
+    ids = await aged_sessions(
+        system,
+        clock,
+        [
+            ("ancient", 120, {}),
+            ("ancient-pinned", 120, {"pinned": True}),
+            ("old", 40, {}),
+            ("recent-1", 3, {}),
+            ("recent-2", 2, {}),
+            ("recent-3", 1, {}),
+        ],
+    )
+    policy = {"maxSessions": 2, "archiveAfter": 30 * DAY, "maxAge": 90 * DAY}
+    report = await system.apply_retention_policy(policy)
+    assert report["archivedInactive"] == [ids["old"], ids["ancient"]]
+    assert report["deletedExpired"] == []  # deleteArchived is off
+    # Four are active and two may be: the least recently updated unpinned ones go.
+    assert report["archivedOverLimit"] == [ids["recent-1"], ids["recent-2"]]
+    assert report["activeSessions"] == 2  # the newest, and the pinned one
+    titles = {m["title"]: m for m in await system.sessions.get_all_sessions()}
+    assert titles["ancient"]["archived"] and titles["old"]["archived"]
+    assert not titles["ancient-pinned"]["archived"] and not titles["recent-3"]["archived"]
+    # With deleteArchived, archived sessions created more than maxAge ago go.
+    deleting = await system.apply_retention_policy({**policy, "deleteArchived": True})
+    assert deleting["deletedExpired"] == [ids["ancient"]]
+    assert await system.sessions.get_session(ids["ancient"]) is None
+    assert await system.sessions.get_session(ids["ancient-pinned"]) is not None
+    # Nothing more to do: a second run changes nothing; what changed survives a restart.
+    again = await system.apply_retention_policy({**policy, "deleteArchived": True})
+    assert again["archivedInactive"] == again["deletedExpired"] == again["archivedOverLimit"] == []
+    restarted = await open_system(clock=clock, **QUIET)
+    kept = {m["title"]: m["archived"] for m in await restarted.sessions.get_all_sessions()}
+    assert kept == {"ancient-pinned": False, "old": True, "recent-1": True, "recent-2": True,
+                    "recent-3": False}  # fmt: skip
+    await expect_error(InvalidValueError, system.apply_retention_policy({"maxAge": -1}), "maxAge")
+
+
+async def case_retention_scheduler_runs_at_start_and_on_interval(open_system):
+    clock = Clock()
+    quiet = await open_system(clock=clock, **QUIET)
+    await aged_sessions(quiet, clock, [("stale", 45, {}), ("fresh", 1, {})])
+    system = await open_system(
+        clock=clock, retention={"intervalMs": 20}, context={"datetime": False}
+    )
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if system.scheduler.runs >= 3:
+            break
+    status = await system.scheduler.stop()
+    assert status["runs"] >= 3 and status["scheduled"] is False
+    assert status["lastReport"]["sessions"]["archivedInactive"] == []  # archived by the first
+    archived = {m["title"]: m["archived"] for m in await system.sessions.get_all_sessions()}
+    assert archived == {"stale": True, "fresh": False}
+    runs = status["runs"]
+    await asyncio.sleep(0.08)
+    assert system.scheduler.runs == runs  # stopped means stopped
+    # Never two at once: while the app's own run holds the scheduler, ticks are skipped,
+    # and another run waits for it.
+    release = asyncio.Event()
+
+    async def slow():
+        await release.wait()
+        return {"slow": True}
+
+    held = asyncio.ensure_future(system.scheduler.exclusive(slow))
+    system.scheduler.start(run_now=False)
+    waiting = asyncio.ensure_future(system.apply_retention_policy())
+    await asyncio.sleep(0.1)
+    assert system.scheduler.status()["inProgress"] and system.scheduler.skipped >= 2
+    assert not waiting.done() and system.scheduler.runs == runs
+    release.set()
+    assert await held == {"slow": True}
+    assert (await waiting)["archivedInactive"] == []
+    await system.scheduler.stop()
+
+
+# --- summarisation ----------------------------------------------------------------
+def recording_llm(replies, failures=0):
+    """A callback LLM that fails ``failures`` times, then answers from ``replies``."""
+    seen = []
+
+    async def complete(request):
+        seen.append(request)
+        if len(seen) <= failures:
+            raise RuntimeError("model overloaded")
+        return replies[min(len(seen) - failures, len(replies)) - 1]
+
+    return seen, CallbackLlm(LlmConfig(provider="callback", model="test-model"), complete)
+
+
+async def case_summaries_cover_old_turns_once(open_system):
+    clock = Clock()
+    system = await open_system(clock=clock, **QUIET)
+    turns = [("user" if i % 2 == 0 else "assistant", f"turn {i}") for i in range(12)]
+    sid, added = await chat(system, turns)
+    before = (await system.sessions.get_session(sid))["updatedAt"]
+    seen, system.summarizer.provider = recording_llm(["first summary", "second summary"])
+    report = await system.summarizer.summarize_old_context(sid, 4)
+    assert report["summarized"] == 8 and report["covers"] == 8 and report["method"] == "llm"
+    prompt = seen[0]["messages"][0]["content"]
+    assert prompt.startswith("Summarize this conversation concisely:\n")
+    assert "user: turn 0\nassistant: turn 1" in prompt and "turn 8" not in prompt
+    messages = await system.sessions.load_session_messages(sid)
+    summary = messages[-1]
+    assert summary["role"] == "system"
+    assert summary["content"] == "Previous conversation summary: first summary"
+    assert summary["summary"]["covers"] == [m["id"] for m in added[:8]]
+    assert summary["summary"]["provider"] == "callback"
+    assert len(messages) == 14  # nothing deleted: the turns stay stored and searchable
+    assert (await system.sessions.get_session(sid))["updatedAt"] == before
+    composed = await system.compose_messages(sid, {"maxTokens": 10_000})
+    assert [m["content"] for m in composed["messages"]] == [
+        "You are Airi.", "Previous conversation summary: first summary",
+        "turn 8", "turn 9", "turn 10", "turn 11",
+    ]  # fmt: skip
+    assert composed["coveredBySummary"] == 8
+    # Nothing new to summarise: no call. Four more turns: only they are sent, with the
+    # summary so far, and the new summary replaces the old one.
+    assert (await system.summarizer.summarize_old_context(sid, 4))["summarized"] == 0
+    assert len(seen) == 1
+    for i in range(12, 16):
+        await system.sessions.add_message(sid, {"role": "user", "content": f"turn {i}"})
+    second = await system.summarizer.summarize_old_context(sid, 4)
+    assert second["summarized"] == 4 and second["covers"] == 12
+    prompt = seen[1]["messages"][0]["content"]
+    assert "first summary" in prompt and "turn 8" in prompt and "turn 3" not in prompt
+    restarted = await open_system(clock=clock, **QUIET)
+    messages = await restarted.sessions.load_session_messages(sid)
+    summaries = [m for m in messages if "summary" in m]
+    assert len(summaries) == 1 and summaries[0]["summary"]["supersedes"] == summary["id"]
+    assert summaries[0]["content"].endswith("second summary")
+    assert len(messages) == 18
+
+
+async def case_failed_summaries_lose_nothing_and_are_retried(open_system):
+    clock = Clock()
+    system = await open_system(clock=clock, **QUIET)
+    sid, _ = await chat(system, [("user", f"turn {i}") for i in range(10)])
+    before = await system.sessions.load_session_messages(sid)
+    _, system.summarizer.provider = recording_llm(["finally"], failures=2)
+    await expect_error(ProviderError, system.summarizer.summarize_old_context(sid, 3), "overloaded")
+    assert await system.sessions.load_session_messages(sid) == before
+    failure = system.summarizer.failures[sid]
+    assert failure["attempts"] == 1 and failure["threshold"] == 3
+    assert system.summarizer.due_retries() == []  # not before its time
+    clock.now += 61_000
+    assert system.summarizer.due_retries() == [sid]
+    report = await system.scheduler.exclusive(system._scheduled_retention)
+    assert report["retried"] == [
+        {"sessionId": sid, "ok": False, "error": "the app's LLM callback failed: model overloaded"}
+    ]
+    assert system.summarizer.failures[sid]["attempts"] == 2
+    clock.now += 121_000
+    report = await system.scheduler.exclusive(system._scheduled_retention)
+    assert report["retried"] == [{"sessionId": sid, "ok": True}]
+    assert sid not in system.summarizer.failures
+    assert (await system.sessions.load_session_messages(sid))[-1]["content"].endswith("finally")
+
+
+async def case_extractive_fallback_without_a_provider(open_system):
+    system = await open_system(clock=Clock(), **QUIET)
+    texts = [
+        "My cat Miso loves tuna. The weather is grey.",
+        "Tell me about Miso the cat.",
+        "Miso the cat sleeps all day! Tuna is her favourite.",
+        "ok",
+        "What about today?",
+    ]
+    sid, _ = await chat(system, [("user", t) for t in texts])
+    report = await system.summarizer.summarize_old_context(sid, 1)
+    assert report["method"] == "extractive" and "no LLM provider" in report["warning"]
+    summary = (await system.sessions.load_session_messages(sid))[-1]
+    assert summary["content"].startswith(
+        "Previous conversation summary (extractive, no LLM configured): "
+    )
+    assert summary["summary"]["method"] == "extractive"
+    assert "Miso" in summary["content"] and "What about today?" not in summary["content"]
+
+
+async def case_message_retention_summarises_then_trims(open_system):
+    clock = Clock()
+    system = await open_system(clock=clock, **QUIET)
+    turns = [("user" if i % 2 == 0 else "assistant", f"turn {i}") for i in range(30)]
+    sid, added = await chat(system, turns)
+    _, system.summarizer.provider = recording_llm(["the story so far"], failures=1)
+    policy = {"maxMessagesPerSession": 12, "summaryThreshold": 10}
+    # The summary fails: nothing is deleted, because no summary stands for the old turns.
+    failed = await system.apply_message_retention(sid, policy)
+    assert failed["deleted"] == 0 and "overloaded" in failed["summaryError"]
+    assert len(await system.sessions.load_session_messages(sid)) == 31
+    report = await system.apply_message_retention(sid, policy)
+    assert report["summarized"] == 20
+    messages = await system.sessions.load_session_messages(sid)
+    # 32 messages (system, 30 turns, summary) less 20 covered turns: 12 remain.
+    assert report["deleted"] == 20 and len(messages) == 12
+    assert messages[0]["content"] == "You are Airi."  # keepSystemMessages
+    assert [m["content"] for m in messages[1:11]] == [f"turn {i}" for i in range(20, 30)]
+    assert messages[-1]["summary"]["covers"] == [m["id"] for m in added[:20]]
+    # Without summaries, the oldest turns go straight away (the app asked for it).
+    sid2, _ = await chat(system, [("user", f"turn {i}") for i in range(8)])
+    plain = await system.apply_message_retention(
+        sid2, {"maxMessagesPerSession": 5, "summarizeOld": False}
+    )
+    left = await system.sessions.load_session_messages(sid2)
+    assert plain["deleted"] == 4
+    assert [m["content"] for m in left] == ["You are Airi.", "turn 4", "turn 5", "turn 6", "turn 7"]
+
+
+CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

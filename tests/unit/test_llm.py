@@ -1,0 +1,89 @@
+"""The OpenAI-compatible provider on CPython, against a real local HTTP server."""
+
+import json
+
+import pytest
+
+from airi_memory.errors import ProviderError
+from airi_memory.hosts.native import open_memory_system
+from llm_server import LlmServer
+
+SECRET = "sk-test-do-not-leak"
+
+
+@pytest.fixture
+def llm():
+    server = LlmServer()
+    yield server
+    server.close()
+
+
+async def summarising_system(llm, **extra):
+    config = {"provider": "openai", "baseUrl": llm.base_url, "model": "tiny", "apiKey": SECRET,
+              **extra}  # fmt: skip
+    system = await open_memory_system(
+        summarizer=config, retention={"enabled": False}, context={"datetime": False}
+    )
+    sid = (await system.sessions.create_session({"systemPrompt": "You are Airi."}))["sessionId"]
+    for i in range(8):
+        await system.sessions.add_message(sid, {"role": "user", "content": f"turn {i}"})
+    return system, sid
+
+
+async def test_summary_from_a_chat_completions_server(llm):
+    system, sid = await summarising_system(llm)
+    report = await system.summarizer.summarize_old_context(sid, 3)
+    assert report["summarized"] == 5 and report["method"] == "llm"
+    request = llm.requests[0]
+    assert request["path"] == "/v1/chat/completions"
+    assert request["authorization"] == f"Bearer {SECRET}"
+    assert request["body"]["model"] == "tiny"
+    assert request["body"]["messages"][0]["role"] == "user"
+    assert "user: turn 4" in request["body"]["messages"][0]["content"]
+    summary = (await system.sessions.load_session_messages(sid))[-1]
+    assert summary["content"] == "Previous conversation summary: a short summary"
+    assert summary["summary"]["provider"] == "openai" and summary["summary"]["model"] == "tiny"
+    # The key is used, never shown or exported.
+    status = await system.dispatch("summarizer.status", [])
+    assert status["value"]["config"]["apiKey"] == "set"
+    assert SECRET not in json.dumps(status) and SECRET not in json.dumps(await system.info())
+    assert SECRET not in json.dumps(await system.export_sessions())
+    assert SECRET not in repr(system.options)
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("500", ["HTTP 500", "upstream exploded"]),
+        ("malformed", ["not a chat completion", "definitely not json"]),
+        ("no-choices", ["not a chat completion", "choices"]),
+        ("slow", ["no reply", "within 0.3 s"]),
+    ],
+)
+async def test_failing_server_changes_nothing(llm, mode, words):
+    llm.mode, llm.delay = mode, 1.5
+    system, sid = await summarising_system(llm, timeoutMs=300)
+    before = await system.sessions.load_session_messages(sid)
+    reply = await system.dispatch("summarizeOldContext", [sid, 3])
+    assert reply["ok"] is False and reply["error"]["name"] == "ProviderError"
+    for word in words:
+        assert word in reply["error"]["message"]
+    assert SECRET not in json.dumps(reply)
+    assert await system.sessions.load_session_messages(sid) == before
+    assert system.summarizer.failures[sid]["attempts"] == 1
+    llm.mode = "ok"  # the provider recovers: the retry succeeds
+    assert (await system.summarizer.summarize_old_context(sid, 3))["summarized"] == 5
+
+
+async def test_unreachable_server_and_bad_config(llm):
+    port = llm.port
+    llm.close()
+    system, sid = await summarising_system(llm)
+    with pytest.raises(ProviderError, match=f"cannot reach http://127.0.0.1:{port}"):
+        await system.summarizer.summarize_old_context(sid, 3)
+    bad = await system.dispatch("configureSummarizer", [{"provider": "carrier-pigeon"}])
+    assert bad["error"]["name"] == "InvalidValueError" and "provider" in bad["error"]["message"]
+    cleared = await system.dispatch("configureSummarizer", [None])
+    assert cleared["value"]["configured"] is False
+    report = await system.summarizer.summarize_old_context(sid, 3)
+    assert report["method"] == "extractive"
