@@ -11,7 +11,8 @@ Layout of dist/:
     airi-memory.mjs          the facade (the one module apps import)
     demo/                    the demo page
     runtime/                 everything the worker needs: Pyodide core, wheels,
-                             pyodide-lock.json, worker.mjs, host.mjs, duckdb/
+                             pyodide-lock.json, worker.mjs, host.mjs, duckdb/,
+                             tokenizers/ (gpt-tokenizer encodings, loaded on first use)
 """
 
 import argparse
@@ -52,6 +53,7 @@ DUCKDB_FILES = [
     "duckdb-browser-eh.worker.js",
     "duckdb-browser-mvp.worker.js",
 ]
+TOKENIZER_ENCODINGS = ["o200k_base", "cl100k_base"]
 # A fixed date for our own wheel, so the same source gives the same bytes and hash.
 SOURCE_DATE_EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
 
@@ -167,6 +169,12 @@ def bundle_javascript(dist: Path) -> None:
     run([esbuild, "web/worker/worker.mjs", *common, f"--outfile={dist}/runtime/worker.mjs",
          "--external:./host.mjs"])  # fmt: skip
     run([esbuild, "web/worker/host.mjs", *common, f"--outfile={dist}/runtime/host.mjs"])
+    # Each tokenizer is its own file, fetched only when an exact count is first asked for.
+    tokenizers = dist / "runtime" / "tokenizers"
+    for encoding in TOKENIZER_ENCODINGS:
+        entry = NODE_MODULES / "gpt-tokenizer" / "esm" / "encoding" / f"{encoding}.js"
+        run([esbuild, str(entry), *common, "--minify", f"--outfile={tokenizers}/{encoding}.mjs"])
+    shutil.copy(NODE_MODULES / "gpt-tokenizer" / "LICENSE", tokenizers / "LICENSE")
     shutil.copy(ROOT / "web" / "airi-memory.mjs", dist / "airi-memory.mjs")
     shutil.copytree(ROOT / "web" / "demo", dist / "demo")
     (dist / "index.html").write_text(
@@ -184,6 +192,7 @@ def write_build_info(runtime: Path) -> None:
         "duckdbWasm": npm_version("@duckdb/duckdb-wasm"),
         "apacheArrow": npm_version("apache-arrow"),
         "idbKeyval": npm_version("idb-keyval"),
+        "gptTokenizer": npm_version("gpt-tokenizer"),
     }
     (runtime / "build-info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
 

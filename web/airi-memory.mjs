@@ -8,9 +8,19 @@
 // resolves with plain JS values. Errors raised in Python reject with an Error whose
 // `name` is the Python exception type and whose `message` is the Python message.
 
-/** @param {{userId?: string, baseUrl?: string|URL}} [options] */
+/**
+ * @param {{userId?: string, baseUrl?: string|URL, context?: object, retention?: object,
+ *   summarizer?: object, models?: object, cache?: object}} [options]
+ *   `summarizer.summarize` may be a function ({messages, model}) => Promise<string>.
+ */
 export async function createMemorySystem(options = {}) {
-  const { baseUrl, ...pythonOptions } = options;
+  const { baseUrl, ...rest } = options;
+  const appFunctions = new Map(); // what Python may call on this page, by name
+  const pythonOptions = {
+    ...rest,
+    context: { timezone: Intl.DateTimeFormat().resolvedOptions().timeZone, ...rest.context },
+  };
+  if (rest.summarizer) pythonOptions.summarizer = withoutFunction(rest.summarizer, appFunctions);
   const distUrl = new URL(baseUrl ?? "./", import.meta.url);
   const started = performance.now();
   const worker = new Worker(new URL("runtime/worker.mjs", distUrl), {
@@ -18,7 +28,7 @@ export async function createMemorySystem(options = {}) {
     name: "airi-memory",
   });
   const events = new EventTarget();
-  const rpc = connect(worker, events);
+  const rpc = connect(worker, events, appFunctions);
   let info;
   try {
     info = await rpc.send({ kind: "boot", options: pythonOptions });
@@ -63,6 +73,51 @@ export async function createMemorySystem(options = {}) {
       getMounts: () => call("storage.getMounts"),
     },
     sessions,
+    /** Working memory for the next LLM call (the seed's context store). */
+    context: {
+      /** {sourceType, sourceId, content, strategy: 'replace-self'|'append-self', priority?, expiresAt?} */
+      ingestContext: (message) => call("context.ingest", message),
+      /** {"module:datetime": {...}, ...}: highest priority first, expired entries gone. */
+      getContextsSnapshot: () => call("context.snapshot"),
+      getContexts: () => call("context.entries"),
+      removeContext: (sourceType, sourceId) => call("context.remove", sourceType, sourceId ?? null),
+      clearContexts: () => call("context.clear"),
+      /** `provide()` is called right before each composeMessages; it returns an object or null. */
+      registerProvider: (sourceType, provide) => {
+        appFunctions.set(`context:${sourceType}`, provide);
+        return call("context.registerProvider", sourceType);
+      },
+      unregisterProvider: (sourceType) => {
+        appFunctions.delete(`context:${sourceType}`);
+        return call("context.unregisterProvider", sourceType);
+      },
+      setUserProfile: (profile) => call("context.setUserProfile", profile ?? null),
+      getUserProfile: () => call("context.getUserProfile"),
+      setModuleState: (module, state) => call("context.setModuleState", module, state ?? null),
+    },
+    /**
+     * The messages for the next LLM call within a token budget, and how they were chosen:
+     * options {model | maxTokens, reserveTokens?, encoding?, systemPrompt?,
+     * contextPlacement?: 'after-system'|'last-user'|'none', includeSummary?}.
+     */
+    composeMessages: (sessionId, composeOptions = {}) => call("composeMessages", sessionId, composeOptions),
+    /** Token counts of texts: 'estimate' (the seed's), 'o200k_base' or 'cl100k_base' (exact). */
+    countTokens: (texts, encoding = "estimate") => call("countTokens", texts, encoding),
+    tokenStats: () => call("tokens.stats"),
+    /** The seed's session retention; the policy defaults to the one in the options. */
+    applyRetentionPolicy: (policy) => call("applyRetentionPolicy", policy ?? null),
+    applyMessageRetention: (sessionId, policy) => call("applyMessageRetention", sessionId, policy ?? null),
+    retention: {
+      status: () => call("retention.status"),
+      start: (runNow = false) => call("retention.start", runNow),
+      stop: () => call("retention.stop"),
+    },
+    /** Summarise all but the last `threshold` turns into one stored system message. */
+    summarizeOldContext: (sessionId, threshold = 50) => call("summarizeOldContext", sessionId, threshold),
+    /** {provider: 'openai', baseUrl, model, apiKey, timeoutMs} or {provider: 'callback', summarize}; null removes. */
+    configureSummarizer: (config) =>
+      call("configureSummarizer", config ? withoutFunction(config, appFunctions) : null),
+    summarizerStatus: () => call("summarizer.status"),
     /** JSON Schema of ChatSessionMeta, ChatHistoryItem and CacheConfig (camelCase). */
     schemas: () => call("schemas"),
     /** Messages per day / role / session / character, totals and estimated tokens. */
@@ -135,7 +190,25 @@ function createSessionsFacade(call, initialActiveSessionId) {
   return facade;
 }
 
-function connect(worker, events) {
+// A callback summariser's function stays on the page; Python gets the rest.
+function withoutFunction({ summarize, ...config }, appFunctions) {
+  if (typeof summarize === "function") appFunctions.set("summarize", summarize);
+  return config;
+}
+
+// Python asked for one of the app's functions: run it, send back its JSON or its error.
+async function runAppCall(worker, appFunctions, { appCall, name, payload }) {
+  try {
+    const fn = appFunctions.get(name);
+    if (!fn) throw new Error(`the app registered no function ${JSON.stringify(name)}`);
+    const value = await fn(JSON.parse(payload));
+    worker.postMessage({ appReply: appCall, ok: true, json: JSON.stringify(value ?? null) });
+  } catch (error) {
+    worker.postMessage({ appReply: appCall, ok: false, message: String(error?.message ?? error) });
+  }
+}
+
+function connect(worker, events, appFunctions) {
   const pending = new Map();
   let nextId = 0;
   let closedError = null;
@@ -145,6 +218,10 @@ function connect(worker, events) {
     pending.clear();
   };
   worker.onmessage = ({ data }) => {
+    if (data.appCall) {
+      runAppCall(worker, appFunctions, data);
+      return;
+    }
     if (data.event) {
       events.dispatchEvent(new CustomEvent(data.event, { detail: data.detail }));
       return;

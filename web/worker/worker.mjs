@@ -38,7 +38,7 @@ async function boot(options) {
   // the others' to its own DuckDB mirror and tells its page.
   const channel = new BroadcastChannel("airi-memory");
   const publish = (journalKey) => channel.postMessage({ journalKey });
-  api = await timed("python", browser.boot(host, pyodide.toPy(options), publish));
+  api = await timed("python", browser.boot(host, pyodide.toPy(options), publish, callApp));
   channel.onmessage = async ({ data }) => {
     const reply = JSON.parse(await call("sessions.sync", [[data.journalKey]]));
     if (reply.ok && reply.value.sessionIds.length) {
@@ -48,6 +48,26 @@ async function boot(options) {
   const info = JSON.parse(await api.dispatch("info", pyodide.toPy([])));
   // Each phase: milliseconds from the start of boot until it finished.
   return { ...info.value, buildInfo, bootMs: performance.now() - started, bootPhases: phases };
+}
+
+// Python calls the app's own functions (context providers, an LLM callback) on the page:
+// the name and a JSON payload go out, JSON text comes back.
+const appCalls = new Map();
+let lastAppCall = 0;
+function callApp(name, payloadJson) {
+  const id = ++lastAppCall;
+  return new Promise((resolve, reject) => {
+    appCalls.set(id, { resolve, reject });
+    self.postMessage({ appCall: id, name, payload: payloadJson });
+  });
+}
+
+function settleAppCall({ appReply, ok, json, message }) {
+  const pending = appCalls.get(appReply);
+  if (!pending) return;
+  appCalls.delete(appReply);
+  if (ok) pending.resolve(json);
+  else pending.reject(new Error(message));
 }
 
 function toPlain(result) {
@@ -82,6 +102,7 @@ async function call(method, args) {
 }
 
 self.onmessage = async ({ data }) => {
+  if (data.appReply) return settleAppCall(data);
   const { id, kind, method, args, options } = data;
   try {
     if (kind === "boot") {

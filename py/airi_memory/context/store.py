@@ -20,6 +20,7 @@ from ..storage import Storage
 Provider = Callable[[], Awaitable[Any]]
 DATETIME = "module:datetime"
 USER_PROFILE = "module:user-profile"
+PROVIDER_TIMEOUT_S = 5.0  # a provider slower than this is skipped for this composition
 MAX_CONTEXT_CHARS = 100_000  # of one entry's JSON: context is a summary of state, not data
 
 
@@ -130,7 +131,8 @@ class ContextStore:
         """Ask every provider at once; one that fails is reported, never fatal."""
         names = list(self._providers)
         results = await asyncio.gather(
-            *(self._providers[n]() for n in names), return_exceptions=True
+            *(asyncio.wait_for(self._providers[n](), PROVIDER_TIMEOUT_S) for n in names),
+            return_exceptions=True,
         )
         self.provider_errors = {}
         for name, result in zip(names, results, strict=True):
@@ -141,6 +143,8 @@ class ContextStore:
                     await self.remove(name, name)
                 else:
                     await self.ingest({"sourceType": name, "sourceId": name, "content": result})
+            except TimeoutError:
+                self.provider_errors[name] = f"no answer within {PROVIDER_TIMEOUT_S:g} s"
             except Exception as error:
                 self.provider_errors[name] = f"{type(error).__name__}: {error}"[:300]
         return dict(self.provider_errors)

@@ -9,7 +9,9 @@ from typing import Any
 
 from pyodide.ffi import to_js
 
-from ..api import MemorySystem
+from ..api import AppCall, HostPorts, MemorySystem
+from ..context.gpt_tokenizer import GptTokenizer
+from ..llm.fetch_transport import FetchTransport
 from ..sql.wasm import WasmDuckDb
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
 from ..storage.indexeddb import IndexedDbDriver, to_python
@@ -31,12 +33,28 @@ class BrowserApi:
             return to_js(reply, dict_converter=Object.fromEntries)
 
 
-async def boot(host: Any, options: Any, publish: Any = None) -> BrowserApi:
-    """``publish(journalKey)`` (from the worker) tells other tabs what this one wrote."""
+def _app_caller(call_app: Any) -> AppCall:
+    """The app's functions (JS callbacks on the page), called by name with JSON both ways."""
+
+    async def call(name: str, payload: Any) -> Any:
+        reply = await call_app(name, json.dumps(payload, ensure_ascii=False))
+        return None if reply is None else json.loads(reply)
+
+    return call
+
+
+async def boot(host: Any, options: Any, publish: Any = None, call_app: Any = None) -> BrowserApi:
+    """``publish(journalKey)`` (from the worker) tells other tabs what this one wrote;
+    ``call_app(name, json)`` runs a function the app registered on the page."""
     storage = Storage(MemoryDriver())
     storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE))
     storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE))
+    ports = HostPorts(
+        tokens=GptTokenizer(host.tokens),
+        http=FetchTransport(host.http),
+        call_app=_app_caller(call_app) if call_app is not None else None,
+    )
     system = await MemorySystem.open(
-        storage, WasmDuckDb(host.sql), to_python(options) or {}, publish=publish
+        storage, WasmDuckDb(host.sql), to_python(options) or {}, publish=publish, ports=ports
     )
     return BrowserApi(system)

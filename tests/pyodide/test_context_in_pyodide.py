@@ -1,0 +1,115 @@
+"""The context contract inside Pyodide in Chromium (IndexedDB, DuckDB-WASM, gpt-tokenizer),
+and exact token counts through the browser's token port."""
+
+from pathlib import Path
+
+import pytest
+from pytest_pyodide import run_in_pyodide
+
+from contract import context_contract
+
+SOURCE = (Path(__file__).parent.parent / "contract" / "context_contract.py").read_text()
+
+
+@run_in_pyodide(packages=["airi-memory"])
+async def run_context_case(selenium, source: str, case_name: str) -> str:
+    from js import airiHost
+
+    from airi_memory.api import HostPorts, MemorySystem
+    from airi_memory.context.gpt_tokenizer import GptTokenizer
+    from airi_memory.llm.fetch_transport import FetchTransport
+    from airi_memory.sql.wasm import WasmDuckDb
+    from airi_memory.storage import MemoryDriver, Storage
+    from airi_memory.storage.indexeddb import IndexedDbDriver
+
+    namespace: dict = {}
+    exec(compile(source, "context_contract.py", "exec"), namespace)
+    await airiHost.idb.open("keyval-store", "keyval").clear("")
+    opened = []
+
+    async def open_system(clock=None, **options):
+        storage = Storage(MemoryDriver())
+        storage.mount("local", IndexedDbDriver(airiHost.idb, base="airi-local"))
+        storage.mount("outbox", IndexedDbDriver(airiHost.idb, base="airi-sync-queue"))
+        extra = {"clock": clock} if clock else {}
+        ports = HostPorts(tokens=GptTokenizer(airiHost.tokens), http=FetchTransport(airiHost.http))
+        system = await MemorySystem.open(
+            storage, WasmDuckDb(airiHost.sql), {"userId": "tester", **options}, ports=ports,
+            **extra,
+        )  # fmt: skip
+        opened.append(system)
+        return system
+
+    try:
+        await namespace[case_name](open_system)
+    finally:
+        for system in opened:  # no scheduler may outlive its case in this shared page
+            await system.scheduler.stop()
+    return case_name
+
+
+@pytest.mark.parametrize("case", context_contract.CASES, ids=lambda case: case.__name__)
+def test_context_contract_in_pyodide(browser_host, case):
+    assert run_context_case(browser_host, SOURCE, case.__name__) == case.__name__
+
+
+@run_in_pyodide(packages=["airi-memory"])
+async def exact_counts(selenium) -> list:
+    from js import airiHost
+
+    from airi_memory.context.gpt_tokenizer import GptTokenizer
+
+    counter = GptTokenizer(airiHost.tokens)
+    texts = ["hello world", "antidisestablishmentarianism", "2 + 2 = 4", "お誕生日おめでとう",
+             "<|endoftext|>", ""]  # fmt: skip
+    return [
+        sorted(counter.encodings),
+        await counter.count("cl100k_base", texts),
+        await counter.count("o200k_base", texts),
+    ]
+
+
+def test_exact_token_counts_in_the_browser(browser_host):
+    encodings, cl100k, o200k = exact_counts(browser_host)
+    assert encodings == ["cl100k_base", "o200k_base"]
+    # cl100k figures as OpenAI's tiktoken cookbook gives them; special-token text is
+    # counted as plain text, never refused.
+    assert cl100k[:4] == [2, 6, 7, 9] and cl100k[5] == 0
+    assert o200k[0] == 2 and o200k[3] < cl100k[3]  # o200k is denser on Japanese
+    assert cl100k[4] > 1 and o200k[4] > 1
+
+
+@run_in_pyodide(packages=["airi-memory"])
+async def compose_with_exact_counts(selenium) -> dict:
+    from js import airiHost
+
+    from airi_memory.api import HostPorts, MemorySystem
+    from airi_memory.context.gpt_tokenizer import GptTokenizer
+    from airi_memory.sql.wasm import WasmDuckDb
+    from airi_memory.storage import MemoryDriver, Storage
+
+    await airiHost.idb.open("keyval-store", "keyval").clear("")
+    storage = Storage(MemoryDriver())
+    storage.mount("local", MemoryDriver())
+    system = await MemorySystem.open(
+        storage,
+        WasmDuckDb(airiHost.sql),
+        {"retention": {"enabled": False}, "context": {"datetime": False}},
+        ports=HostPorts(tokens=GptTokenizer(airiHost.tokens)),
+    )
+    sid = (await system.sessions.create_session({"systemPrompt": "hello world"}))["sessionId"]
+    await system.sessions.add_message(sid, {"role": "user", "content": "2 + 2 = 4"})
+    composed = await system.compose_messages(sid, {"model": "gpt-4-turbo"})
+    estimated = await system.compose_messages(sid, {"model": "gpt-4-turbo", "encoding": "estimate"})
+    return {"exact": composed, "estimate": estimated}
+
+
+def test_composition_counts_exactly_for_openai_models(browser_host):
+    result = compose_with_exact_counts(browser_host)
+    exact = result["exact"]
+    assert exact["encoding"] == "cl100k_base" and exact["exact"] is True
+    # 3 tokens of chat format per message (OpenAI's rule), 3 to prime the reply.
+    assert [p["tokens"] for p in exact["parts"]] == [2 + 3, 7 + 3]
+    assert exact["tokens"]["total"] == 5 + 10 + 3
+    estimate = result["estimate"]
+    assert estimate["exact"] is False and [p["tokens"] for p in estimate["parts"]] == [3 + 3, 3 + 3]
