@@ -121,7 +121,9 @@ class ContextStore:
         self._providers[source_type] = provider
 
     async def unregister_provider(self, source_type: str) -> bool:
+        """Stop asking the provider, and forget what it last said."""
         self.provider_errors.pop(source_type, None)
+        await self.remove(source_type, source_type)
         return self._providers.pop(source_type, None) is not None
 
     def providers(self) -> list[str]:
