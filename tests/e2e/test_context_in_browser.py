@@ -35,7 +35,7 @@ def test_compose_with_js_providers_and_exact_counts(web):
     first, second = result["first"], result["second"]
     assert first["encoding"] == "o200k_base" and first["exact"] is True
     assert second["context"]["module:game"] == {"level": 2}
-    assert list(second["context"])[0] == "module:discord"  # priority 2 comes first
+    assert next(iter(second["context"])) == "module:discord"  # priority 2 comes first
     assert "module:broken" in second["contextErrors"]
     assert "no game running" in second["contextErrors"]["module:broken"]
     assert second["messages"][0] == {"role": "system", "content": "You are AIRI."}
