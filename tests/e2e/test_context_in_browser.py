@@ -1,8 +1,13 @@
 """Context, composition, summarisation and retention through the facade in Chromium."""
 
+from pathlib import Path
+
 import pytest
 
 from llm_server import LlmServer
+
+# The demo's prompt panel, for a person to look at (build/out is git-ignored).
+SCREENSHOT = Path(__file__).resolve().parents[2] / "build" / "out" / "demo-prompt.png"
 
 
 @pytest.fixture
@@ -147,3 +152,37 @@ def test_retention_from_the_page(web):
     assert (
         result["bad"]["name"] == "InvalidValueError" and "maxSessions" in result["bad"]["message"]
     )
+
+
+def test_demo_prompt_preview_context_and_retention(web):
+    page = web.page
+    page.goto(f"{web.base_url}/demo/")
+    page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
+    page.fill("#new-session-title", "Preview chat")
+    page.click("#new-session")
+    page.wait_for_selector("#session-list li.active button:has-text('Preview chat')")
+    for text in ["hello there", "what is the weather like?", "tell me a story", "another one"]:
+        page.fill("#message-input", text)
+        page.click("#send-message")
+        page.wait_for_selector(f"#messages li:has-text('{text}')")
+    page.wait_for_selector("#prompt-parts tr[data-kind=history]:has-text('another one')")
+    kinds = page.eval_on_selector_all("#prompt-parts tr", "rows => rows.map(r => r.dataset.kind)")
+    assert kinds == ["system", "context", "history", "history", "history", "history"]
+    assert "exact with o200k_base" in page.text_content("#prompt-output")
+    assert page.eval_on_selector("#budget-meter", "m => m.max") == 112_000
+    page.click("#set-module")
+    page.wait_for_function(
+        "document.getElementById('context-snapshot').textContent.includes('voiceConnected')"
+    )
+    assert "module:datetime" in page.text_content("#context-snapshot")
+    page.fill("#summary-threshold", "2")
+    page.click("#summarize-now")
+    page.wait_for_selector("#prompt-parts tr[data-kind=summary]")
+    assert '"method": "extractive"' in page.text_content("#retention-report")
+    assert "covered by the summary" in page.text_content("#prompt-output")
+    page.click("#run-retention")
+    page.wait_for_function(
+        "document.getElementById('retention-report').textContent.includes('archivedInactive')"
+    )
+    assert "run(s)" in page.text_content("#retention-status")
+    page.screenshot(path=str(SCREENSHOT), full_page=True)

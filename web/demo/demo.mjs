@@ -1,5 +1,7 @@
-// The demo page: shows that the system is up and lets a person write and read a key.
+// The demo page: shows that the system is up, lets a person write and read a key, chat
+// in sessions, and see the prompt that would be sent.
 import { createMemorySystem } from "../airi-memory.mjs";
+import { mountPromptPanel } from "./prompt-panel.mjs";
 import { mountSessionsPanel } from "./sessions-panel.mjs";
 
 const $ = (id) => document.getElementById(id);
@@ -84,6 +86,7 @@ async function main() {
   $("refresh-keys").addEventListener("click", guard(() => renderMounts(memory)));
   await renderMounts(memory);
   await mountSessionsPanel(memory);
+  await mountPromptPanel(memory);
 }
 
 main().catch((error) => {

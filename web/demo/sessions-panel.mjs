@@ -60,6 +60,7 @@ export function mountSessionsPanel(memory) {
     active = sessionId;
     if (sessionId) await memory.sessions.setActiveSessionId(sessionId);
     await Promise.all([renderList(), renderMessages()]);
+    document.dispatchEvent(new CustomEvent("airi:active-session"));
   }
 
   $("new-session-form").addEventListener("submit", guard(async () => {
@@ -70,14 +71,12 @@ export function mountSessionsPanel(memory) {
   }));
   $("message-form").addEventListener("submit", guard(async () => {
     const input = $("message-input");
-    if (!active) {
-      const meta = await memory.sessions.createSession({ title: "New Conversation" });
-      active = meta.sessionId;
-    }
     if (!input.value.trim()) return;
+    if (!active) await select((await memory.sessions.createSession({ title: "New Conversation" })).sessionId);
     await memory.sessions.addMessage(active, { role: "user", content: input.value });
     input.value = "";
     await Promise.all([renderList(), renderMessages()]);
+    document.dispatchEvent(new CustomEvent("airi:active-session"));
   }));
   $("show-archived").addEventListener("change", guard(renderList));
   $("session-actions").addEventListener("click", guard(async (event) => {
@@ -118,6 +117,8 @@ export function mountSessionsPanel(memory) {
     say(`imported ${report.sessions} session(s), ${report.messages} message(s) (${report.format}); skipped ${report.skippedDuplicates} duplicate(s)`);
     await renderList();
   }));
-  memory.addEventListener("change", () => Promise.all([renderList(), renderMessages()]).catch(() => {}));
+  const refresh = () => Promise.all([renderList(), renderMessages()]).catch(() => {});
+  memory.addEventListener("change", refresh);
+  document.addEventListener("airi:sessions-changed", refresh);
   return select(active);
 }
