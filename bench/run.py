@@ -6,59 +6,24 @@ Run with `make bench`. Nothing here asserts a speed: tests check behaviour, this
 """
 
 import argparse
-import importlib.util
 import json
-import statistics
-import sys
 import tempfile
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from browser_flags import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("airi_serve", ROOT / "build" / "serve.py")
-serve = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(serve)
-
-BOOT = """async () => {
-    const { createMemorySystem } = await import('/airi-memory.mjs');
-    window.memory = await createMemorySystem({ userId: 'bench' });
-    return { ready: memory.ready, phases: memory.bootPhases };
-}"""
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
-    return ordered[index]
-
-
-def summarise(name: str, values: list[float], unit: str = "ms") -> dict:
-    return {
-        "scenario": name,
-        "n": len(values),
-        "median": statistics.median(values),
-        "p95": percentile(values, 0.95),
-        "min": min(values),
-        "unit": unit,
-    }
-
-
-def blank_page(context, base_url: str):
-    """An empty page of the dist's origin (served by Playwright, dist/ stays as built)."""
-    page = context.new_page()
-    page.set_default_timeout(120_000)
-    page.route(
-        "**/__bench__.html",
-        lambda route: route.fulfill(
-            content_type="text/html", body="<!doctype html><title>bench</title>"
-        ),
-    )
-    page.goto(f"{base_url}/__bench__.html")
-    return page
+import context_scenarios
+from harness import (
+    BOOT,
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    MAKE_EXPORT,
+    ROOT,
+    blank_page,
+    print_table,
+    serve,
+    summarise,
+)
 
 
 def bench_cold_and_warm(browser, base_url: str, runs: int) -> list[dict]:
@@ -128,18 +93,6 @@ def bench_bulk_insert(browser, base_url: str, runs: int, rows: int) -> list[dict
         summarise("  incl. building the rows and the facade call", outside[1:]),
     ]
 
-
-MAKE_EXPORT = """
-const makeExport = function (sessions, perSession, offset = 0) {
-    const text = 'I remember you said the garden needs more sun in the afternoon, and the basil. ';
-    return { version: '1.0.0', exportedAt: Date.now(), sessions: Array.from({ length: sessions }, (_, s) => ({
-        meta: { title: `bench session ${offset + s}`, characterId: s % 2 ? 'airi' : 'default' },
-        messages: Array.from({ length: perSession }, (_, i) => ({
-            role: i % 2 ? 'assistant' : 'user', content: `${i}: ${text}`, createdAt: 1767225600000 + i * 1000,
-        })),
-    })) };
-}
-"""
 
 ADD_MESSAGES = (
     """
@@ -268,22 +221,13 @@ def bench_large_store(browser, base_url: str, runs: int, calls: int) -> list[dic
     ]
 
 
-def print_table(rows: list[dict]) -> None:
-    print(f"{'scenario':<52} {'n':>4} {'median':>10} {'p95':>10} {'min':>10}")
-    for row in rows:
-        print(
-            f"{row['scenario']:<52} {row['n']:>4} {row['median']:>8.1f}{row['unit']} "
-            f"{row['p95']:>8.1f}{row['unit']} {row['min']:>8.1f}{row['unit']}"
-        )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--starts", type=int, default=7, help="cold/warm start runs")
     parser.add_argument("--calls", type=int, default=300, help="round trips per kind")
     parser.add_argument("--bulk-runs", type=int, default=5)
     parser.add_argument("--bulk-rows", type=int, default=100_000)
-    parser.add_argument("--only", choices=["foundation", "sessions"], default=None)
+    parser.add_argument("--only", choices=["foundation", "sessions", "context"], default=None)
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
     args = parser.parse_args()
     server = serve.start_in_thread(ROOT / "dist")
@@ -299,6 +243,8 @@ def main() -> None:
             rows += bench_add_message(browser, base_url, args.calls)
             rows += bench_transfer(browser, base_url, 3)
             rows += bench_large_store(browser, base_url, 3, 100)
+        if args.only in (None, "context"):
+            rows += context_scenarios.run(browser, base_url)
         browser.close()
     server.shutdown()
     print_table(rows)

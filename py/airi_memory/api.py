@@ -209,7 +209,7 @@ class MemorySystem:
         errors = await self.context.refresh()
         snapshot = await self.context.snapshot()
         messages = await self.sessions.load_session_messages(session_id)
-        composed = await self.composer.compose(messages, snapshot, options)
+        composed = await self.composer.compose(session_id, messages, snapshot, options)
         return {**composed, "sessionId": session_id, "context": snapshot, "contextErrors": errors}
 
     async def count_tokens(self, texts: list[str], encoding: str = "estimate") -> list[int]:

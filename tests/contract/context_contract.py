@@ -136,7 +136,9 @@ async def case_compose_orders_parts_and_prunes_oldest_first(open_system):
     context_tokens = -(-len(line) // 4)
     # Budget for the system prompt, the context and exactly three turns.
     budget = 10 + context_tokens + 30
-    composed = await system.compose_messages(sid, {"maxTokens": budget + 7, "reserveTokens": 7})
+    composed = await system.compose_messages(
+        sid, {"maxTokens": budget + 7, "reserveTokens": 7, "details": True}
+    )
     assert composed["messages"][0] == {"role": "system", "content": "S" * 40}
     assert composed["messages"][1] == {"role": "user", "content": [{"type": "text", "text": line}]}
     assert [m["content"][:2] for m in composed["messages"][2:]] == ["07", "08", "09"]
@@ -218,7 +220,7 @@ async def case_compose_airi_placement_and_presets(open_system):
     sid, _ = await chat(system, [("user", "hello"), ("assistant", "hi"), ("user", "news?")])
     await system.context.ingest(context("module:discord", {"channel": "general"}))
     composed = await system.compose_messages(
-        sid, {"maxTokens": 1000, "contextPlacement": "last-user"}
+        sid, {"maxTokens": 1000, "contextPlacement": "last-user", "details": True}
     )
     block = '[Context]\n- module:discord: {"channel": "general"}'
     assert composed["messages"][-1] == {"role": "user", "content": f"news?\n\n{block}"}
@@ -243,15 +245,21 @@ async def case_token_counts_are_cached_per_message(open_system):
     system = await open_system(clock=Clock(), **QUIET)
     sid, added = await chat(system, [("user", f"message {i}") for i in range(50)])
     await system.compose_messages(sid, {"maxTokens": 100_000})
-    before = system.tokens.stats()
+    first = system.tokens.stats()
+    assert first["misses"] == 51  # the system prompt and fifty messages, counted once
     await system.compose_messages(sid, {"maxTokens": 100_000})
-    after = system.tokens.stats()
-    assert after["misses"] == before["misses"]
-    assert after["hits"] - before["hits"] == 51
+    assert system.tokens.stats()["misses"] == first["misses"]  # nothing counted again
+    # A new message: only it is counted; the session's units grow instead of being rebuilt.
+    await system.sessions.add_message(sid, {"role": "assistant", "content": "x" * 40})
+    grown = await system.compose_messages(sid, {"maxTokens": 100_000})
+    assert system.tokens.stats()["misses"] == first["misses"] + 1
+    assert grown["tokens"]["history"] == 50 * 3 + 10 and len(grown["messages"]) == 52
+    # A changed message: the session is read again, but only the changed text is counted.
     await system.sessions.update_message(sid, added[0]["id"], {"content": "changed " * 10})
-    third = await system.compose_messages(sid, {"maxTokens": 100_000})
-    assert system.tokens.stats()["misses"] == after["misses"] + 1
+    third = await system.compose_messages(sid, {"maxTokens": 100_000, "details": True})
+    assert system.tokens.stats()["misses"] == first["misses"] + 2
     assert third["parts"][1]["tokens"] == 20
+    assert third["messages"][1]["content"] == "changed " * 10
     assert await system.count_tokens(["abcd", "abcde", ""]) == [1, 2, 0]
     await expect_error(InvalidValueError, system.count_tokens(["x"], "p50k_base"), "p50k_base")
 
@@ -305,6 +313,23 @@ async def case_retention_archives_deletes_and_caps(open_system):
     assert kept == {"ancient-pinned": False, "old": True, "recent-1": True, "recent-2": True,
                     "recent-3": False}  # fmt: skip
     await expect_error(InvalidValueError, system.apply_retention_policy({"maxAge": -1}), "maxAge")
+
+
+async def case_retention_of_many_sessions_keeps_other_tabs_edits(open_system):
+    clock = Clock()
+    system = await open_system(clock=clock, **QUIET)
+    ids = await aged_sessions(system, clock, [(f"s{i:03d}", 40 + i % 3, {}) for i in range(100)])
+    other_tab = await open_system(clock=clock, **QUIET)
+    renamed = [ids["s007"], ids["s093"]]
+    for sid in renamed:  # edits this tab has not seen
+        await other_tab.sessions.rename_session(sid, "renamed elsewhere")
+    report = await system.apply_retention_policy()
+    assert sorted(report["archivedInactive"]) == sorted(ids.values())
+    restarted = await open_system(clock=clock, **QUIET)
+    stored = {m["sessionId"]: m for m in await restarted.sessions.get_all_sessions()}
+    assert len(stored) == 100 and all(m["archived"] for m in stored.values())
+    assert [stored[sid]["title"] for sid in renamed] == ["renamed elsewhere"] * 2
+    assert stored[ids["s050"]]["title"] == "s050"
 
 
 async def case_retention_scheduler_runs_at_start_and_on_interval(open_system):

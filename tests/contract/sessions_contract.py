@@ -348,8 +348,14 @@ async def case_cache_hits_misses_and_invalidation(open_system):
         await s.load_session_messages(ids[0])
         stats = s.stats()["cache"]
         assert (stats["hits"], stats["misses"], stats["strategy"]) == (1, 1, strategy)
+        # An added message joins the cached session: no read from DuckDB.
         await s.add_message(ids[0], {"role": "user", "content": "new"})
         assert [m["content"] for m in await s.load_session_messages(ids[0])] == ["new"]
+        assert s.stats()["cache"]["misses"] == 1
+        # Any other change invalidates it.
+        message_id = (await s.load_session_messages(ids[0]))[0]["id"]
+        await s.update_message(ids[0], message_id, {"content": "edited"})
+        assert [m["content"] for m in await s.load_session_messages(ids[0])] == ["edited"]
         assert s.stats()["cache"]["misses"] == 2
         for sid in ids:
             await s.load_session_messages(sid)

@@ -30,7 +30,7 @@ def test_compose_with_js_providers_and_exact_counts(web):
             const { sessionId } = await memory.sessions.createSession({ systemPrompt: 'You are AIRI.' });
             await memory.sessions.addMessage(sessionId, { role: 'user', content: 'hello world' });
             const first = await memory.composeMessages(sessionId, { model: 'gpt-4o' });
-            const second = await memory.composeMessages(sessionId, { model: 'gpt-4o' });
+            const second = await memory.composeMessages(sessionId, { model: 'gpt-4o', details: true });
             await memory.context.unregisterProvider('module:game');
             const third = await memory.composeMessages(sessionId, { maxTokens: 1000 });
             return { first, second, third, counts: await memory.countTokens(['hello world', 'お誕生日おめでとう'], 'cl100k_base'),

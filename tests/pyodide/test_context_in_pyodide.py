@@ -99,8 +99,10 @@ async def compose_with_exact_counts(selenium) -> dict:
     )
     sid = (await system.sessions.create_session({"systemPrompt": "hello world"}))["sessionId"]
     await system.sessions.add_message(sid, {"role": "user", "content": "2 + 2 = 4"})
-    composed = await system.compose_messages(sid, {"model": "gpt-4-turbo"})
-    estimated = await system.compose_messages(sid, {"model": "gpt-4-turbo", "encoding": "estimate"})
+    composed = await system.compose_messages(sid, {"model": "gpt-4-turbo", "details": True})
+    estimated = await system.compose_messages(
+        sid, {"model": "gpt-4-turbo", "encoding": "estimate", "details": True}
+    )
     return {"exact": composed, "estimate": estimated}
 
 

@@ -36,6 +36,7 @@ export function mountPromptPanel(memory) {
       ? { maxTokens: Number($("preview-max-tokens").value) || 4096 }
       : { model };
     options.contextPlacement = $("preview-placement").value;
+    options.details = true;
     const composed = await memory.composeMessages(sessionId, options);
     composed.messages.forEach((message, index) => {
       const part = composed.parts[index];

@@ -25,12 +25,15 @@ export function openStore(dbName, storeName) {
         for (const prefix of prefixes) s.delete(prefixRange(prefix));
         for (const key of keys) s.delete(key);
         for (const [key, value] of entries) s.put(value, key);
-        for (const [key, patch] of patches) {
-          const read = s.get(key);
-          read.onsuccess = () => {
-            const merged = mergeJsonObject(read.result, patch);
-            if (merged !== undefined) s.put(merged, key);
-          };
+        if (patches.length >= MANY_PATCHES) mergeFromRange(s, patches);
+        else {
+          for (const [key, patch] of patches) {
+            const read = s.get(key);
+            read.onsuccess = () => {
+              const merged = mergeJsonObject(read.result, patch);
+              if (merged !== undefined) s.put(merged, key);
+            };
+          }
         }
         return promisifyRequest(s.transaction);
       }),
@@ -55,6 +58,23 @@ export function openStore(dbName, storeName) {
   };
 }
 
+// Many patches (retention archiving thousands of sessions): read the key range they
+// span with two requests instead of one read per key, then write the merged records.
+const MANY_PATCHES = 64;
+function mergeFromRange(s, patches) {
+  const keys = patches.map(([key]) => key).sort();
+  const range = IDBKeyRange.bound(keys[0], keys.at(-1));
+  const storedKeys = s.getAllKeys(range);
+  const storedValues = s.getAll(range);
+  storedValues.onsuccess = () => {
+    const stored = new Map(storedKeys.result.map((key, i) => [key, storedValues.result[i]]));
+    for (const [key, patch] of patches) {
+      const merged = mergeJsonObject(stored.get(key), patch);
+      if (merged !== undefined) s.put(merged, key);
+    }
+  };
+}
+
 function mergeJsonObject(stored, patch) {
   if (typeof stored !== "string") return undefined;
   let current;
@@ -64,5 +84,12 @@ function mergeJsonObject(stored, patch) {
     return undefined;
   }
   if (!current || typeof current !== "object" || Array.isArray(current)) return undefined;
-  return JSON.stringify({ ...current, ...JSON.parse(patch) });
+  return JSON.stringify({ ...current, ...parsedPatch(patch) });
+}
+
+// Retention sends one patch text for thousands of keys: parse it once.
+let lastPatch = { text: null, value: null };
+function parsedPatch(text) {
+  if (lastPatch.text !== text) lastPatch = { text, value: JSON.parse(text) };
+  return lastPatch.value;
 }

@@ -11,12 +11,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cachetools import LRUCache
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ContextTooLongError, InvalidValueError
 from ..models import validate_or_raise
-from .tokens import ModelPreset, Tokens, find_preset, message_token_text
+from .tokens import ESTIMATE, ModelPreset, Tokens, find_preset, message_token_text
 
+WINDOWS_KEPT = 16  # sessions whose units and counts are kept between compositions
 # Fields of a stored message that belong in an OpenAI-style chat request.
 SENT_FIELDS = ("role", "content", "name", "tool_calls", "tool_call_id")
 
@@ -34,6 +36,8 @@ class ComposeOptions(BaseModel):
         default="after-system", alias="contextPlacement"
     )
     include_summary: bool = Field(default=True, alias="includeSummary")
+    # Also return ``parts``: each composed message's origin and tokens (for previews).
+    details: bool = False
 
 
 def is_summary(message: dict[str, Any]) -> bool:
@@ -51,66 +55,74 @@ def context_lines(snapshot: dict[str, Any], style: str) -> str:
     return "\n".join(f"Module {k}: {dumps(v)}" for k, v in snapshot.items())
 
 
-def units(history: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Messages grouped so that tool results stay with the assistant message that called
-    them. Tool results with no such message before them (it was deleted) are orphans: a
-    unit of their own, which composition never sends."""
-    grouped: list[list[dict[str, Any]]] = []
-    for message in history:
-        if (
-            message.get("role") == "tool"
-            and grouped
-            and grouped[-1][0].get("role")
-            in (
-                "assistant",
-                "tool",
-            )
-        ):
-            grouped[-1].append(message)
-        else:
-            grouped.append([message])
-    return grouped
+@dataclass
+class Unit:
+    """A message and the tool results that answer it: kept or dropped together."""
 
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    sent: list[dict[str, Any]] = field(default_factory=list)  # as they go to the model
+    costs: list[int] = field(default_factory=list)  # tokens, chat-format overhead included
+    total: int = 0
 
-def is_orphan(unit: list[dict[str, Any]]) -> bool:
-    return unit[0].get("role") == "tool"
+    def add(self, message: dict[str, Any], cost: int) -> None:
+        self.messages.append(message)
+        self.sent.append(sendable(message))
+        self.costs.append(cost)
+        self.total += cost
 
 
 @dataclass
 class Window:
-    """The split of a stored session into what composition works with."""
+    """A stored session as composition sees it: the system prompt (a leading system
+    message), the newest summary, and the history it does not cover, in units."""
 
+    source: list[dict[str, Any]]
     system: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None
-    history: list[dict[str, Any]] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
+    history: int = 0  # messages in the history, orphans included
+    # Whether a tool result arriving next belongs to the last unit (its head called it).
+    open_for_tools: bool = False
+
+    def covers(self) -> set[str]:
+        return set(self.summary["summary"]["covers"]) if self.summary else set()
 
 
 def split_session(messages: list[dict[str, Any]], use_summary: bool = True) -> Window:
-    """System prompt (a leading system message), the newest summary, and the history
-    it does not cover; ``error`` messages are for the user's eyes, never the model's."""
-    window = Window()
-    start = 0
+    window = Window(messages)
     if messages and messages[0].get("role") == "system" and not is_summary(messages[0]):
-        window.system, start = messages[0], 1
-    summaries = [m for m in messages if is_summary(m)]
-    covered: set[str] = set()
-    if use_summary and summaries:
-        window.summary = summaries[-1]
-        covered = set(window.summary["summary"]["covers"])
-    window.history = [
-        m
-        for m in messages[start:]
-        if not is_summary(m) and m.get("role") != "error" and m.get("id") not in covered
-    ]
+        window.system = messages[0]
+    if use_summary:
+        summaries = [m for m in messages if is_summary(m)]
+        window.summary = summaries[-1] if summaries else None
     return window
 
 
+def history_of(window: Window, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What of ``messages`` belongs in the history: not summaries, not covered by the
+    summary, and not ``error`` messages (those are for the user's eyes, not the model's)."""
+    covered = window.covers()
+    skip = window.system
+    return [
+        m
+        for m in messages
+        if m is not skip
+        and not is_summary(m)
+        and m.get("role") != "error"
+        and m.get("id") not in covered
+    ]
+
+
 class Composer:
+    """Composes prompts; keeps each session's units and counts while the session only
+    grows, so composing again after a new message counts only that message."""
+
     def __init__(self, tokens: Tokens, presets: dict[str, ModelPreset]) -> None:
         self.tokens = tokens
         self.presets = presets
+        self._windows: LRUCache[tuple[Any, ...], Window] = LRUCache(WINDOWS_KEPT)
 
-    def budget(self, options: ComposeOptions) -> tuple[ModelPreset, str | None]:
+    def budget(self, options: ComposeOptions) -> ModelPreset:
         preset = find_preset(options.model, self.presets) if options.model else None
         if preset is None and options.max_tokens is None:
             raise InvalidValueError("composeMessages needs a model or maxTokens")
@@ -126,24 +138,61 @@ class Composer:
                 f"reserveTokens ({chosen.reserve_tokens}) must be below maxTokens "
                 f"({chosen.max_tokens})"
             )
-        return chosen, options.model
+        if chosen.encoding not in self.tokens.encodings() and options.encoding is None:
+            # The preset's tokenizer is not on this host: the seed's estimate instead.
+            chosen = chosen.model_copy(update={"encoding": ESTIMATE})
+        self.tokens.check(chosen.encoding)
+        return chosen
+
+    async def window(
+        self, session_id: str, messages: list[dict[str, Any]], preset: ModelPreset, summary: bool
+    ) -> Window:
+        key = (session_id, preset.encoding, preset.message_overhead, summary)
+        window = self._windows.get(key)
+        if window is not None and _grew(window.source, messages):
+            tail = messages[len(window.source) :]
+            if not any(is_summary(m) for m in tail):
+                await self._extend(window, history_of(window, tail), preset)
+                window.source = messages
+                return window
+        window = split_session(messages, summary)
+        await self._extend(window, history_of(window, messages), preset)
+        self._windows[key] = window
+        return window
+
+    async def _extend(
+        self, window: Window, history: list[dict[str, Any]], preset: ModelPreset
+    ) -> None:
+        counts = await self.tokens.count_keyed(
+            preset.encoding, [(f"message:{m.get('id')}", message_token_text(m)) for m in history]
+        )
+        for message, count in zip(history, counts, strict=True):
+            cost = count + preset.message_overhead
+            window.history += 1
+            if message.get("role") == "tool":
+                if window.open_for_tools:
+                    window.units[-1].add(message, cost)
+                continue  # an orphan: the call it answers is gone; never sent
+            window.units.append(Unit())
+            window.units[-1].add(message, cost)
+            window.open_for_tools = message.get("role") == "assistant"
 
     async def compose(
-        self, messages: list[dict[str, Any]], snapshot: dict[str, Any], raw_options: Any
+        self,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        snapshot: dict[str, Any],
+        raw_options: Any,
     ) -> dict[str, Any]:
         options = validate_or_raise(ComposeOptions, raw_options or {}, "composeMessages")
-        preset, model = self.budget(options)
-        encoding = preset.encoding
-        if encoding not in self.tokens.encodings() and options.encoding is None:
-            encoding = "estimate"  # the preset's tokenizer is not available on this host
-        self.tokens.check(encoding)
-        window = split_session(messages, options.include_summary)
+        preset = self.budget(options)
+        window = await self.window(session_id, messages, preset, options.include_summary)
         placement = options.context_placement if snapshot else "none"
         system = window.system
         if options.system_prompt is not None:
             system = {"id": "system-prompt", "role": "system", "content": options.system_prompt}
 
-        # Fixed parts: always sent, counted first. (kind, cache key, message)
+        # Fixed parts, always sent: (kind, cache key, message).
         fixed: list[tuple[str, str, dict[str, Any]]] = []
         if system is not None:
             fixed.append(("system", f"system:{system.get('id')}", system))
@@ -153,92 +202,112 @@ class Composer:
             fixed.append(("context", "context", block))
         if window.summary is not None:
             fixed.append(("summary", f"summary:{window.summary.get('id')}", window.summary))
-        history = [(f"message:{m.get('id')}", m) for m in window.history]
-        keyed = [(key, m) for _, key, m in fixed] + history
         counts = await self.tokens.count_keyed(
-            encoding, [(key, message_token_text(m)) for key, m in keyed]
+            preset.encoding, [(key, message_token_text(m)) for _, key, m in fixed]
         )
-        cost = {key: n + preset.message_overhead for (key, _), n in zip(keyed, counts, strict=True)}
-        if placement == "last-user":
-            cost["context"] -= preset.message_overhead  # it joins a message already counted
+        fixed_costs = [n + preset.message_overhead for n in counts]
+        if placement == "last-user":  # the block joins a message already counted
+            fixed_costs[[kind for kind, _, _ in fixed].index("context")] -= preset.message_overhead
 
         budget = preset.max_tokens - preset.reserve_tokens
-        used = sum(cost[key] for _, key, _ in fixed) + preset.reply_priming
+        used = sum(fixed_costs) + preset.reply_priming
         if used > budget:
             raise ContextTooLongError(
                 f"the system prompt, context and summary need {used} tokens but the budget "
                 f"is {budget} ({preset.max_tokens} minus {preset.reserve_tokens} reserved "
                 "for the reply): shorten them or choose a larger model"
             )
-        unit_cost = lambda unit: sum(cost[f"message:{m.get('id')}"] for m in unit)  # noqa: E731
-        all_units = units(window.history)
-        kept: list[list[dict[str, Any]]] = []
-        all_units = [unit for unit in all_units if not is_orphan(unit)]
-        for unit in reversed(all_units):
-            if used + unit_cost(unit) > budget:
-                break
-            used += unit_cost(unit)
-            kept.insert(0, unit)
-        if all_units and not kept:
+        first = len(window.units)
+        while first > 0 and used + window.units[first - 1].total <= budget:
+            first -= 1
+            used += window.units[first].total
+        kept = window.units[first:]
+        if window.units and not kept:
             raise ContextTooLongError(
-                f"the newest message needs {unit_cost(all_units[-1])} tokens but only "
+                f"the newest message needs {window.units[-1].total} tokens but only "
                 f"{budget - used} of the budget of {budget} are left after the system "
                 "prompt, context and summary"
             )
 
-        rows = [(kind, key, m) for kind, key, m in fixed]
-        rows += [("history", f"message:{m.get('id')}", m) for unit in kept for m in unit]
+        out = [sendable(m) for _, _, m in fixed if m is not None]
+        out += [message for unit in kept for message in unit.sent]
+        tokens = {kind: 0 for kind in _KINDS}
+        for (kind, _, _), cost in zip(fixed, fixed_costs, strict=True):
+            tokens[kind] = cost
+        tokens["history"] = sum(unit.total for unit in kept)
+        with_context = None
         if placement == "last-user":
-            rows = self._context_into_last_user(rows)
-        parts = [
-            {"kind": kind, "messageId": m.get("id"), "tokens": cost.get(key, 0)}
-            for kind, key, m in rows
-        ]
-        if placement == "last-user" and not any(kind == "context" for kind, _, _ in rows):
-            target = next(p for p in reversed(parts) if p["kind"] == "history")
-            target["tokens"] += cost["context"]
-            target["withContext"] = True
-        by_kind = {k: sum(p["tokens"] for p in parts if p["kind"] == k) for k in _KINDS}
-        by_kind["context"] = cost.get("context", 0)
-        return {
-            "messages": [sendable(m) for _, _, m in rows],
-            "parts": parts,
+            out, with_context = _context_into_last_user(out, len(fixed), fixed)
+        result: dict[str, Any] = {
+            "messages": out,
             "tokens": {
-                **by_kind,
+                **tokens,
                 "total": used,
                 "budget": budget,
                 "maxTokens": preset.max_tokens,
                 "reserveTokens": preset.reserve_tokens,
             },
-            "model": model,
-            "encoding": encoding,
-            "exact": encoding != "estimate",
+            "model": options.model,
+            "encoding": preset.encoding,
+            "exact": preset.encoding != ESTIMATE,
             "contextPlacement": placement,
-            "droppedMessages": len(window.history) - sum(len(u) for u in kept),
+            "droppedMessages": window.history - sum(len(unit.messages) for unit in kept),
             "summaryId": window.summary.get("id") if window.summary else None,
-            "coveredBySummary": len(window.summary["summary"]["covers"]) if window.summary else 0,
+            "coveredBySummary": len(window.covers()),
         }
+        if options.details:
+            result["parts"] = _parts(fixed, fixed_costs, kept, with_context, tokens["context"])
+        return result
 
-    @staticmethod
-    def _context_into_last_user(
-        rows: list[tuple[str, str, dict[str, Any]]],
-    ) -> list[tuple[str, str, dict[str, Any]]]:
-        """AIRI's placement: the context block ends the last user message. With no user
-        message in the window, it stays a message of its own after the system prompt."""
-        block_row = next(row for row in rows if row[0] == "context")
-        block = block_row[2]["content"][0]["text"]
-        rest = [row for row in rows if row is not block_row]
-        for index in range(len(rest) - 1, -1, -1):
-            kind, key, message = rest[index]
-            if kind == "history" and message.get("role") == "user":
-                content = message.get("content", "")
-                if isinstance(content, list):
-                    joined: Any = [*content, {"type": "text", "text": block}]
-                else:
-                    joined = f"{content}\n\n{block}" if content else block
-                rest[index] = (kind, key, {**message, "content": joined})
-                return rest
-        return rows
+
+def _grew(before: list[dict[str, Any]], now: list[dict[str, Any]]) -> bool:
+    """Whether ``now`` is ``before`` with messages added at the end (the cache appends)."""
+    if now is before:
+        return True
+    return len(now) >= len(before) and (not before or now[len(before) - 1] is before[-1])
+
+
+def _context_into_last_user(
+    out: list[dict[str, Any]], head: int, fixed: list[tuple[str, str, dict[str, Any]]]
+) -> tuple[list[dict[str, Any]], int | None]:
+    """AIRI's placement: the context block ends the last user message (a copy of it). With
+    no user message in the window, it stays a message of its own after the system prompt.
+    Returns the messages and the index of the user message that took the block."""
+    at = [kind for kind, _, _ in fixed].index("context")
+    block = out[at]["content"][0]["text"]
+    for index in range(len(out) - 1, head - 1, -1):
+        message = out[index]
+        if message.get("role") == "user":
+            content = message.get("content", "")
+            if isinstance(content, list):
+                joined: Any = [*content, {"type": "text", "text": block}]
+            else:
+                joined = f"{content}\n\n{block}" if content else block
+            out = [*out[:index], {**message, "content": joined}, *out[index + 1 :]]
+            return out[:at] + out[at + 1 :], index - 1
+    return out, None
+
+
+def _parts(
+    fixed: list[tuple[str, str, dict[str, Any]]],
+    fixed_costs: list[int],
+    kept: list[Unit],
+    with_context: int | None,
+    context_cost: int,
+) -> list[dict[str, Any]]:
+    """One entry per composed message: where it came from and its tokens (for previews)."""
+    parts = [
+        {"kind": kind, "messageId": message.get("id"), "tokens": cost}
+        for (kind, _, message), cost in zip(fixed, fixed_costs, strict=True)
+        if not (kind == "context" and with_context is not None)
+    ]
+    for unit in kept:
+        for message, cost in zip(unit.messages, unit.costs, strict=True):
+            parts.append({"kind": "history", "messageId": message.get("id"), "tokens": cost})
+    if with_context is not None:
+        parts[with_context]["tokens"] += context_cost
+        parts[with_context]["withContext"] = True
+    return parts
 
 
 _KINDS = ("system", "context", "summary", "history")

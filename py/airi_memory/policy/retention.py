@@ -23,30 +23,34 @@ from .summarize import Summarizer
 
 
 async def apply_retention_policy(sessions: SessionStore, policy: RetentionPolicy) -> dict[str, Any]:
+    """The seed's three steps, decided on one view of the sessions and written at once."""
     started = time.perf_counter()
     now = sessions.clock()
+    own = sessions.own_sessions()  # newest first
     inactive = [
         m.session_id
-        for m in sessions.own_sessions()
+        for m in own
         if not m.archived and not m.pinned and now - m.updated_at > policy.archive_after
     ]
-    await sessions.patch_sessions({sid: {"archived": True} for sid in inactive}, "retention")
-    expired: list[str] = []
+    archived_now = set(inactive)
+    expired = []
     if policy.delete_archived:
         expired = [
             m.session_id
-            for m in sessions.own_sessions()
-            if m.archived and not m.pinned and now - m.created_at > policy.max_age
+            for m in own
+            if (m.archived or m.session_id in archived_now)
+            and not m.pinned
+            and now - m.created_at > policy.max_age
         ]
-        await sessions.delete_sessions(expired, "retention")
-    active = [m for m in sessions.own_sessions() if not m.archived]  # newest first
+    active = [m for m in own if not m.archived and m.session_id not in archived_now]
     excess = max(len(active) - policy.max_sessions, 0)
     over_limit = [m.session_id for m in reversed(active) if not m.pinned][:excess]
-    await sessions.patch_sessions({sid: {"archived": True} for sid in over_limit}, "retention")
+    await sessions.archive_and_delete(inactive + over_limit, expired, "retention")
+    deleted = set(expired)
     return {
         "ranAt": now,
         "policy": policy.to_wire(),
-        "archivedInactive": inactive,
+        "archivedInactive": [sid for sid in inactive if sid not in deleted],
         "deletedExpired": expired,
         "archivedOverLimit": over_limit,
         "activeSessions": len(active) - len(over_limit),

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from ..context.compose import split_session
+from ..context.compose import history_of, split_session
 from ..context.tokens import estimate_tokens, message_token_text
 from ..errors import InvalidValueError, ProviderError
 from ..llm import LlmProvider
@@ -77,8 +77,9 @@ class Summarizer:
         }
 
     async def _summarize(self, session_id: str, threshold: int) -> dict[str, Any]:
-        window = split_session(await self.sessions.load_session_messages(session_id))
-        conversation = window.history
+        messages = await self.sessions.load_session_messages(session_id)
+        window = split_session(messages)
+        conversation = history_of(window, messages)
         cut = max(len(conversation) - threshold, 0)
         while 0 < cut < len(conversation) and conversation[cut].get("role") == "tool":
             cut -= 1  # a tool call stays with its results, on the recent side

@@ -1,7 +1,8 @@
 """The message cache of the seed's ``CacheConfig``, on cachetools.
 
 ``lru`` is cachetools' ``TTLCache`` (least recently used, entries expire after ``ttl``);
-``lfu`` is its ``LFUCache`` with the same expiry checked on read. Writes invalidate.
+``lfu`` is its ``LFUCache`` with the same expiry checked on read. Writes invalidate,
+except an appended message, which a cached session takes in.
 """
 
 import time
@@ -51,6 +52,19 @@ class MessageCache:
             self._entries[session_id] = (self._clock(), messages)
         else:
             self._entries[session_id] = messages
+
+    def append(self, session_id: str, message: dict[str, Any]) -> None:
+        """A message added at the end: a cached session gets it (in a new list, so a
+        reader holding the old one is not surprised) instead of being read again."""
+        self._generations[session_id] = self.generation(session_id) + 1
+        entry = self._entries.get(session_id)
+        if entry is None:
+            return
+        if self.config.strategy == "lfu":
+            stored_at, messages = entry
+            self._entries[session_id] = (stored_at, [*messages, message])
+        else:
+            self._entries[session_id] = [*entry, message]
 
     def invalidate(self, session_id: str) -> None:
         self._generations[session_id] = self.generation(session_id) + 1

@@ -83,7 +83,7 @@ def _columns(names: str, rows: Iterable[list[Any]]) -> dict[str, list[Any]]:
 class SessionMirror:
     def __init__(self, sql: SqlEngine) -> None:
         self.sql = sql
-        self._pending_sessions: dict[str, list[Any]] = {}
+        self._pending_sessions: dict[str, ChatSessionMeta] = {}
         self._pending_messages: list[list[Any]] = []
         # A read that arrives while another read's flush is still writing must wait for
         # it, or it would miss rows that have left the buffer but are not in DuckDB yet.
@@ -128,7 +128,8 @@ class SessionMirror:
 
     # --- buffered appends -----------------------------------------------------------
     def put_session(self, meta: ChatSessionMeta) -> None:
-        self._pending_sessions[meta.session_id] = session_row(meta)
+        """Buffered as the model: its row is built at the flush, once per session."""
+        self._pending_sessions[meta.session_id] = meta
 
     def add_message(self, session_id: str, record: str, item: ChatHistoryItem) -> None:
         self._pending_messages.append(message_row(session_id, record, item))
@@ -139,8 +140,9 @@ class SessionMirror:
     async def flush(self) -> None:
         """Write buffered rows; every read and every non-append write calls this first."""
         async with self._flushing:
-            sessions, self._pending_sessions = list(self._pending_sessions.values()), {}
+            metas, self._pending_sessions = list(self._pending_sessions.values()), {}
             messages, self._pending_messages = self._pending_messages, []
+            sessions = [session_row(meta) for meta in metas]
             if sessions:
                 await self._delete_session_rows([row[0] for row in sessions])
                 await self._insert("chat_sessions", SESSION_COLUMNS, sessions)

@@ -375,30 +375,35 @@ class SessionStore:
             self.cache.invalidate(sid)
         await self.mirror.delete_sessions(session_ids)
 
-    async def delete_sessions(self, session_ids: list[str], label: str = "deleteSessions") -> None:
-        await self.queue.run(label, lambda: self._delete_sessions(session_ids))
-
-    async def patch_sessions(self, changes: dict[str, dict[str, Any]], label: str) -> None:
-        """Change fields of many sessions in one transaction (retention archives thousands)."""
+    async def archive_and_delete(self, archive: list[str], delete: list[str], label: str) -> None:
+        """Archive some sessions and delete others in ONE transaction (retention touches
+        thousands); archiving is a merge patch, so another tab's edits survive it."""
 
         async def task() -> None:
-            updated = {
-                sid: validate_or_raise(
-                    ChatSessionMeta, {**self.require_session(sid).to_wire(), **fields}
-                )
-                for sid, fields in changes.items()
-                if sid in self._metas
+            doomed = [sid for sid in delete if sid in self._metas]
+            spared = self._metas.keys() - set(doomed)
+            archived = {
+                sid: self._metas[sid].model_copy(update={"archived": True})
+                for sid in archive
+                if sid in spared
             }
-            if not updated:
+            if not archived and not doomed:
                 return
-            patches = [
-                (records.session_key(sid), {k: meta.to_wire()[k] for k in changes[sid]})
-                for sid, meta in updated.items()
-            ]
-            await self._write(patches=patches)
-            for sid, meta in updated.items():
+            patch = {"archived": True}  # one object: encoded once for every key
+            await self._write(
+                patches=[(records.session_key(sid), patch) for sid in archived],
+                removes=[records.session_key(sid) for sid in doomed],
+                prefixes=[records.messages_prefix(sid) for sid in doomed],
+            )
+            for sid, meta in archived.items():
                 self._metas[sid] = meta
                 self.mirror.put_session(meta)
+            for sid in doomed:
+                self._metas.pop(sid, None)
+                self._next_seq.pop(sid, None)
+                self.cache.invalidate(sid)
+            if doomed:
+                await self.mirror.delete_sessions(doomed)
 
         await self.queue.run(label, task)
 
@@ -448,7 +453,7 @@ class SessionStore:
             self._metas[session_id] = touched
             self.mirror.add_message(session_id, record, item)
             self.mirror.put_session(touched)
-            self.cache.invalidate(session_id)
+            self.cache.append(session_id, item.to_wire())
             return item.to_wire()
 
         return await self.queue.run("addMessage", task)

@@ -152,11 +152,12 @@ class Storage:
         Every key and value is checked before anything is written; keys in different
         mounts are refused, because no driver can make those atomic together.
         """
-        prepared = [(self._route(item_key(k)), stringify(v, item_key(k))) for k, v in sets]
+        prepared = [self._prepare(k, v) for k, v in sets]
         prepared += [(self._route(item_key(k)), bytes(v)) for k, v in raw_sets]
         removed = [self._route(item_key(key)) for key in removes]
         prefixes = [self._route(base_key(prefix)) for prefix in remove_prefixes]
-        merges = [(self._route(item_key(k)), stringify(p, item_key(k))) for k, p in patches]
+        texts: dict[int, str] = {}  # one patch object shared by many keys is encoded once
+        merges = [self._prepare(k, p, texts) for k, p in patches]
         routes = [route for route, _ in prepared] + removed + prefixes + [r for r, _ in merges]
         if not routes:
             return
@@ -170,6 +171,15 @@ class Storage:
             [route.relative_key for route in prefixes],
             [(route.relative_key, text) for route, text in merges],
         )
+
+    def _prepare(self, key: str, value: Any, texts: dict[int, str] | None = None) -> Any:
+        """(route, stored text) of one value; ``texts`` remembers values already encoded."""
+        normalized = item_key(key)
+        if texts is None:
+            return self._route(normalized), stringify(value, normalized)
+        if id(value) not in texts:
+            texts[id(value)] = stringify(value, normalized)
+        return self._route(normalized), texts[id(value)]
 
     async def get_all(self, prefix: str, raw: bool = False) -> list[tuple[str, Any]]:
         """Every (key, value) under ``prefix`` (inside one mount), in key order; parsed as

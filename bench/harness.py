@@ -1,0 +1,73 @@
+"""What every benchmark shares: the served dist, a blank page of its origin, booting the
+memory system, and medians with p95 (a 2-core machine is noisy)."""
+
+import importlib.util
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from browser_flags import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402, F401 (re-exported)
+
+_spec = importlib.util.spec_from_file_location("airi_serve", ROOT / "build" / "serve.py")
+serve = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(serve)
+BOOT = """async () => {
+    const { createMemorySystem } = await import('/airi-memory.mjs');
+    window.memory = await createMemorySystem({ userId: 'bench' });
+    return { ready: memory.ready, phases: memory.bootPhases };
+}"""
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summarise(name: str, values: list[float], unit: str = "ms") -> dict:
+    return {
+        "scenario": name,
+        "n": len(values),
+        "median": statistics.median(values),
+        "p95": percentile(values, 0.95),
+        "min": min(values),
+        "unit": unit,
+    }
+
+
+def blank_page(context, base_url: str):
+    """An empty page of the dist's origin (served by Playwright, dist/ stays as built)."""
+    page = context.new_page()
+    page.set_default_timeout(120_000)
+    page.route(
+        "**/__bench__.html",
+        lambda route: route.fulfill(
+            content_type="text/html", body="<!doctype html><title>bench</title>"
+        ),
+    )
+    page.goto(f"{base_url}/__bench__.html")
+    return page
+
+
+MAKE_EXPORT = """
+const makeExport = function (sessions, perSession, offset = 0) {
+    const text = 'I remember you said the garden needs more sun in the afternoon, and the basil. ';
+    return { version: '1.0.0', exportedAt: Date.now(), sessions: Array.from({ length: sessions }, (_, s) => ({
+        meta: { title: `bench session ${offset + s}`, characterId: s % 2 ? 'airi' : 'default' },
+        messages: Array.from({ length: perSession }, (_, i) => ({
+            role: i % 2 ? 'assistant' : 'user', content: `${i}: ${text}`, createdAt: 1767225600000 + i * 1000,
+        })),
+    })) };
+}
+"""
+
+
+def print_table(rows: list[dict]) -> None:
+    print(f"{'scenario':<52} {'n':>4} {'median':>10} {'p95':>10} {'min':>10}")
+    for row in rows:
+        print(
+            f"{row['scenario']:<52} {row['n']:>4} {row['median']:>8.1f}{row['unit']} "
+            f"{row['p95']:>8.1f}{row['unit']} {row['min']:>8.1f}{row['unit']}"
+        )
