@@ -503,4 +503,23 @@ async def case_message_retention_summarises_then_trims(open_system):
     assert [m["content"] for m in left] == ["You are Airi.", "turn 4", "turn 5", "turn 6", "turn 7"]
 
 
+async def case_scheduled_message_policy_summarises_and_trims(open_system):
+    clock = Clock()
+    policy = {"maxMessagesPerSession": 8, "summaryThreshold": 6}
+    system = await open_system(
+        clock=clock,
+        retention={"enabled": False, "messagePolicy": policy},
+        context={"datetime": False},
+    )
+    long_sid, _ = await chat(system, [("user", f"turn {i}") for i in range(20)])
+    short_sid, _ = await chat(system, [("user", f"turn {i}") for i in range(3)])
+    report = await system.scheduler.run_now()
+    assert [r["sessionId"] for r in report["messages"]] == [long_sid]
+    assert report["messages"][0]["summarized"] == 14 and report["messages"][0]["deleted"] == 14
+    assert "no LLM provider" in report["messages"][0]["warning"]
+    kept = await system.sessions.load_session_messages(long_sid)
+    assert [m["role"] for m in kept] == ["system"] + ["user"] * 6 + ["system"]
+    assert len(await system.sessions.load_session_messages(short_sid)) == 4
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

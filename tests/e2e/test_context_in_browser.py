@@ -20,6 +20,8 @@ def llm():
 def test_compose_with_js_providers_and_exact_counts(web):
     web.open_harness()
     web.boot()
+    # The tokenizers (megabytes) are fetched on first use, not at start-up.
+    assert not [url for url in web.requests if "/tokenizers/" in url]
     result = web.evaluate(
         """async () => {
             let asked = 0;
@@ -50,6 +52,8 @@ def test_compose_with_js_providers_and_exact_counts(web):
     assert second["messages"][2] == {"role": "user", "content": "hello world"}
     assert second["parts"][2]["tokens"] == 2 + 3  # exact o200k count plus chat format
     assert result["counts"] == [2, 9]
+    fetched = sorted(url.rsplit("/", 1)[1] for url in web.requests if "/tokenizers/" in url)
+    assert fetched == ["cl100k_base.mjs", "o200k_base.mjs"]
     assert "module:game" not in result["third"]["context"]
     assert result["snapshot"]["module:datetime"]["timezone"]  # the browser's own time zone
 
