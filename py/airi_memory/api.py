@@ -24,6 +24,7 @@ from .policy import (
     apply_message_retention,
     apply_retention_policy,
 )
+from .search.service import Searcher
 from .sessions import SessionStore
 from .sessions.analytics import message_analytics
 from .sessions.mirror import SessionMirror
@@ -68,6 +69,7 @@ class MemorySystem:
         self.composer = Composer(self.tokens, options.models)
         self.summarizer = Summarizer(sessions, None, sessions.clock)
         self._configure_summarizer(options.summarizer)
+        self.searcher = Searcher(sessions, options.retrieval)
         self.scheduler = RetentionScheduler(
             self._scheduled_retention, options.retention.interval_ms, sessions.clock
         )
@@ -104,6 +106,8 @@ class MemorySystem:
             "context.getUserProfile": self.context.get_user_profile,
             "context.setModuleState": self.context.set_module_state,
             "composeMessages": self.compose_messages,
+            "search": self.searcher.search,
+            "searchMessages": self.searcher.search_messages,
             "countTokens": self.count_tokens,
             "tokens.stats": self._token_stats,
             "applyRetentionPolicy": self.apply_retention_policy,

@@ -6,6 +6,7 @@ from .context.tokens import ModelPreset
 from .errors import InvalidValueError
 from .llm import LlmConfig
 from .models import CacheConfig, MessageRetentionPolicy, RetentionPolicy
+from .search.service import RetrievalConfig
 
 
 class _Options(BaseModel):
@@ -35,6 +36,7 @@ class SystemOptions(_Options):
     retention: RetentionOptions = Field(default_factory=RetentionOptions)
     summarizer: LlmConfig | None = None
     models: dict[str, ModelPreset] = Field(default_factory=dict)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
 
 
 def parse_options(raw: object) -> SystemOptions:

@@ -2,7 +2,7 @@
 bring its DuckDB mirror up to date by re-reading just those records.
 
 Every storage batch of the session store carries one journal record in the same
-IndexedDB transaction. A snapshot (the ``chat_messages`` table as bytes) removes, in one
+IndexedDB transaction. A snapshot (the message tables as bytes) removes, in one
 transaction with its own write, exactly the journal records its mirror had applied, so
 what remains in the journal is what the snapshot lacks. Replaying re-reads current
 values, which makes it idempotent and independent of order.
@@ -15,7 +15,14 @@ from typing import Any
 from ..models import now_ms
 
 JOURNAL = "local:memory:journal"
-SNAPSHOT = "local:memory:snapshot:messages"
+SNAPSHOT = "local:memory:snapshot"
+# Bumped when a snapshotted table changes shape: an older snapshot is then not read (the
+# mirror is rebuilt from the records once) and the next snapshot removes it.
+SNAPSHOT_VERSION = "v2"
+
+
+def snapshot_key(table: str) -> str:
+    return f"{SNAPSHOT}:{SNAPSHOT_VERSION}:{table}"
 
 
 @dataclass

@@ -9,10 +9,13 @@ IndexedDB. Appends are buffered and flushed in one columnar insert before the ne
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..models import ChatHistoryItem, ChatSessionMeta
+from ..search.text import term_counts
 from ..sql import SqlEngine
 
 TAG_SEPARATOR = "\x1f"
@@ -25,13 +28,21 @@ SCHEMA = [
         parent_session_id VARCHAR, body VARCHAR)""",
     """CREATE OR REPLACE TABLE chat_messages (
         id VARCHAR, session_id VARCHAR, record VARCHAR, seq BIGINT, role VARCHAR,
-        created_at BIGINT, chars INTEGER, body VARCHAR)""",
+        created_at BIGINT, chars INTEGER, terms INTEGER, text VARCHAR, body VARCHAR)""",
+    # The keyword index: one row per (message, term), kept in step with chat_messages.
+    """CREATE OR REPLACE TABLE search_terms (
+        session_id VARCHAR, record VARCHAR, term VARCHAR, tf INTEGER)""",
 ]
+# Tables with a row per message (or per message part): deleted together.
+MESSAGE_TABLES = ("chat_messages", "search_terms")
+# Tables a snapshot carries (the session table is rebuilt from its records: it is small).
+SNAPSHOT_TABLES = ("chat_messages", "search_terms")
 SESSION_COLUMNS = (
     "session_id, user_id, character_id, title, created_at, updated_at, pinned, archived, "
     "tags, parent_session_id, body"
 )
-MESSAGE_COLUMNS = "id, session_id, record, seq, role, created_at, chars, body"
+MESSAGE_COLUMNS = "id, session_id, record, seq, role, created_at, chars, terms, text, body"
+TERM_COLUMNS = "session_id, record, term, tf"
 
 
 def _tags(tags: Sequence[str]) -> str:
@@ -47,27 +58,37 @@ def session_row(meta: ChatSessionMeta) -> list[Any]:
     ]  # fmt: skip
 
 
-def message_row(session_id: str, record: str, item: ChatHistoryItem) -> list[Any]:
+@dataclass
+class MessageRow:
+    """A ``chat_messages`` row and the message's term counts for ``search_terms``."""
+
+    values: list[Any]
+    counts: Counter[str]
+
+
+def message_row(session_id: str, record: str, item: ChatHistoryItem) -> MessageRow:
     return stored_message_row(session_id, record, json.dumps(item.to_wire(), ensure_ascii=False))
 
 
-def stored_message_row(session_id: str, record: str, text: str) -> list[Any]:
+def stored_message_row(session_id: str, record: str, body: str) -> MessageRow:
     """A mirror row from a stored record's JSON text, without re-validating it."""
-    message = json.loads(text)
+    message = json.loads(body)
     content = message.get("content", "")
     if isinstance(content, list):
         content = "\n".join(p["text"] for p in content if isinstance(p, dict) and p.get("text"))
+    text = content if isinstance(content, str) else ""
+    counts = term_counts(text)
     seq = int(record.split("-", 1)[0])
-    chars = len(content) if isinstance(content, str) else 0
+    values = [
+        message["id"], session_id, record, seq, message["role"], message["createdAt"],
+        len(text), sum(counts.values()), text, body,
+    ]  # fmt: skip
+    return MessageRow(values, counts)
+
+
+def _term_rows(rows: Sequence[MessageRow]) -> list[list[Any]]:
     return [
-        message["id"],
-        session_id,
-        record,
-        seq,
-        message["role"],
-        message["createdAt"],
-        chars,
-        text,
+        [row.values[1], row.values[2], term, tf] for row in rows for term, tf in row.counts.items()
     ]
 
 
@@ -84,7 +105,7 @@ class SessionMirror:
     def __init__(self, sql: SqlEngine) -> None:
         self.sql = sql
         self._pending_sessions: dict[str, ChatSessionMeta] = {}
-        self._pending_messages: list[list[Any]] = []
+        self._pending_messages: list[MessageRow] = []
         # A read that arrives while another read's flush is still writing must wait for
         # it, or it would miss rows that have left the buffer but are not in DuckDB yet.
         self._flushing = asyncio.Lock()
@@ -96,13 +117,17 @@ class SessionMirror:
         for statement in SCHEMA:
             await self.sql.execute(statement)
 
-    async def load(self, sessions: list[list[Any]], messages: list[list[Any]]) -> None:
+    async def load(self, sessions: list[list[Any]], messages: list[MessageRow]) -> None:
         """Bulk-load rows of sessions not yet in the mirror (start-up, import) by column."""
         await self.flush()
         if sessions:
             await self.sql.insert_columns("chat_sessions", _columns(SESSION_COLUMNS, sessions))
-        if messages:
-            await self.sql.insert_columns("chat_messages", _columns(MESSAGE_COLUMNS, messages))
+        await self._insert_messages(messages)
+
+    async def _insert_messages(self, rows: list[MessageRow]) -> None:
+        if rows:
+            await self._insert("chat_messages", MESSAGE_COLUMNS, [r.values for r in rows])
+            await self._insert("search_terms", TERM_COLUMNS, _term_rows(rows))
 
     async def _delete_session_rows(self, session_ids: Sequence[str]) -> None:
         if len(session_ids) <= SMALL_FLUSH:
@@ -117,13 +142,14 @@ class SessionMirror:
             "doomed.session_id",
         )
 
-    async def _with_keys(self, columns: dict[str, list[str]], statement: str) -> None:
-        """Run ``statement`` against a temporary ``doomed`` table holding ``columns``: one
-        set-based statement instead of one per key."""
+    async def _with_keys(self, columns: dict[str, list[str]], *statements: str) -> None:
+        """Run ``statements`` against a temporary ``doomed`` table holding ``columns``:
+        set-based statements instead of one per key."""
         definition = ", ".join(f"{name} VARCHAR" for name in columns)
         await self.sql.execute(f"CREATE OR REPLACE TEMP TABLE doomed ({definition})")
         await self.sql.insert_columns("doomed", columns)
-        await self.sql.execute(statement)
+        for statement in statements:
+            await self.sql.execute(statement)
         await self.sql.execute("DROP TABLE doomed")
 
     # --- buffered appends -----------------------------------------------------------
@@ -146,10 +172,11 @@ class SessionMirror:
             if sessions:
                 await self._delete_session_rows([row[0] for row in sessions])
                 await self._insert("chat_sessions", SESSION_COLUMNS, sessions)
-            if messages:
-                await self._insert("chat_messages", MESSAGE_COLUMNS, messages)
+            await self._insert_messages(messages)
 
     async def _insert(self, table: str, columns: str, rows: list[list[Any]]) -> None:
+        if not rows:
+            return
         if len(rows) > SMALL_FLUSH:
             await self.sql.insert_columns(table, _columns(columns, rows))
             return
@@ -164,9 +191,10 @@ class SessionMirror:
 
     async def delete_message(self, session_id: str, record: str) -> None:
         await self.flush()
-        await self.sql.execute(
-            "DELETE FROM chat_messages WHERE session_id = ? AND record = ?", [session_id, record]
-        )
+        for table in MESSAGE_TABLES:
+            await self.sql.execute(
+                f"DELETE FROM {table} WHERE session_id = ? AND record = ?", [session_id, record]
+            )
 
     async def delete_records(self, records: Sequence[tuple[str, str]]) -> None:
         """Delete many (session id, record) rows with one set-based statement."""
@@ -175,22 +203,28 @@ class SessionMirror:
             return
         await self._with_keys(
             {"session_id": [s for s, _ in records], "record": [r for _, r in records]},
-            "DELETE FROM chat_messages USING doomed WHERE chat_messages.session_id = "
-            "doomed.session_id AND chat_messages.record = doomed.record",
+            *(
+                f"DELETE FROM {t} USING doomed WHERE {t}.session_id = doomed.session_id "
+                f"AND {t}.record = doomed.record"
+                for t in MESSAGE_TABLES
+            ),
         )
 
     async def delete_sessions(self, session_ids: Sequence[str]) -> None:
         await self.flush()
         if len(session_ids) <= SMALL_FLUSH:
             for session_id in session_ids:
-                await self.sql.execute(
-                    "DELETE FROM chat_messages WHERE session_id = ?", [session_id]
-                )
+                for table in MESSAGE_TABLES:
+                    await self.sql.execute(
+                        f"DELETE FROM {table} WHERE session_id = ?", [session_id]
+                    )
         else:
             await self._with_keys(
                 {"session_id": list(session_ids)},
-                "DELETE FROM chat_messages USING doomed WHERE chat_messages.session_id = "
-                "doomed.session_id",
+                *(
+                    f"DELETE FROM {t} USING doomed WHERE {t}.session_id = doomed.session_id"
+                    for t in MESSAGE_TABLES
+                ),
             )
         await self._delete_session_rows(session_ids)
 

@@ -27,8 +27,8 @@ from ..models import (
 from ..storage import Storage
 from . import records
 from .cache import MessageCache
-from .journal import JOURNAL, SNAPSHOT, Journal
-from .mirror import SessionMirror, session_row, stored_message_row
+from .journal import JOURNAL, SNAPSHOT, Journal, snapshot_key
+from .mirror import SNAPSHOT_TABLES, SessionMirror, session_row, stored_message_row
 from .queue import PersistQueue
 
 SNAPSHOT_AFTER = 2000  # records changed since the last snapshot before a new one is taken
@@ -118,21 +118,24 @@ class SessionStore:
         mark("readSessions")
         await self.mirror.load([session_row(m) for m in self._metas.values()], [])
         mark("loadSessions")
-        snapshot = await self.storage.get_item_raw(SNAPSHOT)
+        snapshots = [await self.storage.get_item_raw(snapshot_key(t)) for t in SNAPSHOT_TABLES]
         mark("readSnapshot")
-        if snapshot:
+        restored = all(snapshots)
+        if restored:
             try:
-                await self.mirror.sql.import_table("chat_messages", snapshot)
+                for table, data in zip(SNAPSHOT_TABLES, snapshots, strict=True):
+                    await self.mirror.sql.import_table(table, data)
                 mark("importSnapshot")
                 await self._replay(await self.storage.get_all(JOURNAL))
                 mark("replayJournal")
             except Exception as error:  # a damaged snapshot costs time, never data
                 self.load_timings["snapshotFailed"] = f"{type(error).__name__}: {error}"[:200]
                 await self.mirror.flush()
-                await self.mirror.sql.execute("DELETE FROM chat_messages")
+                for table in SNAPSHOT_TABLES:
+                    await self.mirror.sql.execute(f"DELETE FROM {table}")
                 self.journal.applied.clear()
-                snapshot = None
-        if not snapshot:
+                restored = False
+        if not restored:
             rows = []
             for key, text in await self.storage.get_all(records.MESSAGES, raw=True):
                 session_id, record, _ = records.parse_message_key(key)
@@ -154,17 +157,22 @@ class SessionStore:
         task.add_done_callback(self._background.discard)
 
     async def snapshot(self) -> dict[str, Any]:
-        """Save ``chat_messages`` as bytes and drop the journal records it covers."""
+        """Save the message tables as bytes and drop the journal records they cover."""
 
         async def task() -> dict[str, Any]:
             await self._replay(await self.storage.get_all(JOURNAL), skip_applied=True)
             await self.mirror.flush()
-            data = await self.mirror.sql.export_table("chat_messages")
+            tables = [
+                (snapshot_key(t), await self.mirror.sql.export_table(t)) for t in SNAPSHOT_TABLES
+            ]
             covered = sorted(self.journal.applied)
-            await self.storage.write_batch(raw_sets=[(SNAPSHOT, data)], removes=covered)
+            await self.storage.write_batch(
+                raw_sets=tables, removes=covered, remove_prefixes=[SNAPSHOT]
+            )
             self.journal.applied.clear()
             self.journal.keys_since_snapshot = 0
-            return {"bytes": len(data), "journalRecordsCovered": len(covered)}
+            size = sum(len(data) for _, data in tables)
+            return {"bytes": size, "journalRecordsCovered": len(covered)}
 
         return await self.queue.run("snapshot", task)
 
@@ -311,6 +319,9 @@ class SessionStore:
             and set(tags) <= set(meta.tags)
         ]
         return [meta.to_wire() for meta in found[offset : offset + limit]]
+
+    def meta(self, session_id: str) -> ChatSessionMeta | None:
+        return self._metas.get(session_id)
 
     def own_sessions(self) -> list[ChatSessionMeta]:
         """This user's sessions, newest ``updatedAt`` first."""

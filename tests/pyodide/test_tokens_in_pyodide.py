@@ -1,56 +1,7 @@
-"""The context contract inside Pyodide in Chromium (IndexedDB, DuckDB-WASM, gpt-tokenizer),
-and exact token counts through the browser's token port."""
+"""Exact token counts through the browser's token port (gpt-tokenizer), and composition
+with them. The context contract itself runs in test_contracts_in_pyodide."""
 
-from pathlib import Path
-
-import pytest
 from pytest_pyodide import run_in_pyodide
-
-from contract import context_contract
-
-SOURCE = (Path(__file__).parent.parent / "contract" / "context_contract.py").read_text()
-
-
-@run_in_pyodide(packages=["airi-memory"])
-async def run_context_case(selenium, source: str, case_name: str) -> str:
-    from js import airiHost
-
-    from airi_memory.api import HostPorts, MemorySystem
-    from airi_memory.context.gpt_tokenizer import GptTokenizer
-    from airi_memory.llm.fetch_transport import FetchTransport
-    from airi_memory.sql.wasm import WasmDuckDb
-    from airi_memory.storage import MemoryDriver, Storage
-    from airi_memory.storage.indexeddb import IndexedDbDriver
-
-    namespace: dict = {}
-    exec(compile(source, "context_contract.py", "exec"), namespace)
-    await airiHost.idb.open("keyval-store", "keyval").clear("")
-    opened = []
-
-    async def open_system(clock=None, **options):
-        storage = Storage(MemoryDriver())
-        storage.mount("local", IndexedDbDriver(airiHost.idb, base="airi-local"))
-        storage.mount("outbox", IndexedDbDriver(airiHost.idb, base="airi-sync-queue"))
-        extra = {"clock": clock} if clock else {}
-        ports = HostPorts(tokens=GptTokenizer(airiHost.tokens), http=FetchTransport(airiHost.http))
-        system = await MemorySystem.open(
-            storage, WasmDuckDb(airiHost.sql), {"userId": "tester", **options}, ports=ports,
-            **extra,
-        )  # fmt: skip
-        opened.append(system)
-        return system
-
-    try:
-        await namespace[case_name](open_system)
-    finally:
-        for system in opened:  # no scheduler may outlive its case in this shared page
-            await system.scheduler.stop()
-    return case_name
-
-
-@pytest.mark.parametrize("case", context_contract.CASES, ids=lambda case: case.__name__)
-def test_context_contract_in_pyodide(browser_host, case):
-    assert run_context_case(browser_host, SOURCE, case.__name__) == case.__name__
 
 
 @run_in_pyodide(packages=["airi-memory"])

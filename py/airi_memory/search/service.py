@@ -1,0 +1,205 @@
+"""``memorySystem.search``: the seed's future ``SearchQuery`` API over keyword (BM25),
+semantic (vectors) and recency, fused; and the seed's substring ``searchMessages``.
+
+Strategies: ``keyword`` and ``semantic`` use one retriever; ``relevant`` fuses both
+(reciprocal-rank fusion by default, or normalised scores); ``hybrid`` (the seed's default)
+weighs that relevance against recency with ``hybridWeights``; ``recent`` is the newest
+messages. Every score is in [0, 1] and ``threshold`` applies to it. Filters are applied
+in SQL before anything is ranked.
+"""
+
+import json
+import math
+import time
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import InvalidValueError
+from ..models import DAY_MS, validate_or_raise
+from ..sessions import SessionStore
+from . import keyword
+from .filters import SearchFilters, where
+
+Strategy = Literal["keyword", "semantic", "relevant", "hybrid", "recent"]
+RRF_K = 60
+CANDIDATES = 5  # each retriever brings limit x this many candidates to fuse and re-rank
+
+
+class HybridWeights(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    recency: float = Field(default=0.6, ge=0, le=1)
+    relevance: float = Field(default=0.4, ge=0, le=1)
+
+
+class RetrievalConfig(BaseModel):
+    """The seed's ``RetrievalConfig`` and its defaults, plus how relevance is fused."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    strategy: Strategy = "hybrid"
+    recent_count: int = Field(default=10, alias="recentCount", ge=1, le=1000)
+    relevance_threshold: float = Field(default=0.7, alias="relevanceThreshold", ge=0, le=1)
+    hybrid_weights: HybridWeights = Field(default_factory=HybridWeights, alias="hybridWeights")
+    fusion: Literal["rrf", "scores"] = "rrf"
+    recency_half_life_days: float = Field(default=30, alias="recencyHalfLifeDays", gt=0)
+
+
+class SearchQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    query: str = Field(default="", max_length=10_000)
+    limit: int = Field(default=10, ge=1, le=1000)
+    threshold: float = Field(default=0, ge=0, le=1)
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    strategy: Strategy | None = None
+    exclude_ids: list[str] = Field(default_factory=list, alias="excludeIds", max_length=100_000)
+
+
+class SemanticRetriever(Protocol):
+    """The vector side (``search.semantic``), when embeddings are configured."""
+
+    async def nearest(
+        self, query: str, filters: SearchFilters, user_id: str, limit: int
+    ) -> list[dict[str, Any]]: ...
+
+    def status(self) -> dict[str, Any]: ...
+
+
+class Searcher:
+    def __init__(self, sessions: SessionStore, config: RetrievalConfig) -> None:
+        self.sessions = sessions
+        self.config = config
+        self.semantic: SemanticRetriever | None = None
+
+    async def search(self, raw: Any) -> dict[str, Any]:
+        started = time.perf_counter()
+        query = validate_or_raise(SearchQuery, raw, "search")
+        strategy = query.strategy or self.config.strategy
+        if strategy != "recent" and not query.query.strip():
+            raise InvalidValueError(f"search with strategy {strategy!r} needs a query text")
+        if strategy == "semantic" and self.semantic is None:
+            raise InvalidValueError("semantic search needs embeddings, and none are configured")
+        await self.sessions.mirror.flush()
+        want = query.limit + len(query.exclude_ids)
+        found: dict[tuple[str, str], dict[str, Any]] = {}
+        if strategy == "recent":
+            for rank, hit in enumerate(await self._recent(query, want)):
+                self._merge(found, hit, "recent", rank, 1.0)
+        else:
+            await self._relevance(query, strategy, want, found)
+        excluded = set(query.exclude_ids)
+        hits = [h for h in found.values() if h["message"]["id"] not in excluded]
+        self._score(hits, strategy)
+        hits = [h for h in hits if h["score"] >= query.threshold]
+        hits.sort(key=lambda h: (-h["score"], -h["message"].get("createdAt", 0)))
+        return {
+            "strategy": strategy,
+            "results": [self._public(h) for h in hits[: query.limit]],
+            "retrievers": self.retrievers(),
+            "tookMs": round((time.perf_counter() - started) * 1000, 2),
+        }
+
+    def retrievers(self) -> list[str]:
+        return ["keyword", "recent"] + (["semantic"] if self.semantic else [])
+
+    async def _relevance(
+        self, query: SearchQuery, strategy: str, want: int, found: dict[tuple[str, str], Any]
+    ) -> None:
+        pool = want * (1 if strategy in ("keyword", "semantic") else CANDIDATES)
+        user = self.sessions.user_id
+        if strategy != "semantic":
+            hits = await keyword.bm25(
+                self.sessions.mirror.sql, query.query, query.filters, user, pool
+            )
+            top = hits[0]["score"] if hits else 1.0
+            for rank, hit in enumerate(hits):
+                self._merge(found, hit, "keyword", rank, hit["score"] / top)
+        if strategy != "keyword" and self.semantic is not None:
+            hits = await self.semantic.nearest(query.query, query.filters, user, pool)
+            for rank, hit in enumerate(hits):
+                self._merge(found, hit, "semantic", rank, max(hit["score"], 0.0))
+
+    async def _recent(self, query: SearchQuery, limit: int) -> list[dict[str, Any]]:
+        condition, params = where(query.filters, self.sessions.user_id)
+        result = await self.sessions.mirror.sql.query(
+            f"""SELECT m.session_id, m.record, m.body FROM chat_messages m
+                JOIN chat_sessions s ON s.session_id = m.session_id WHERE {condition}
+                ORDER BY m.created_at DESC, m.seq DESC LIMIT ?""",
+            [*params, limit],
+        )
+        return [{"sessionId": s, "record": r, "body": b} for s, r, b in result.tuples()]
+
+    @staticmethod
+    def _merge(
+        found: dict[tuple[str, str], dict[str, Any]],
+        hit: dict[str, Any],
+        retriever: str,
+        rank: int,
+        normalised: float,
+    ) -> None:
+        key = (hit["sessionId"], hit["record"])
+        entry = found.setdefault(
+            key,
+            {"sessionId": hit["sessionId"], "message": json.loads(hit["body"]), "ranks": {},
+             "scores": {}, "matchedTerms": []},
+        )  # fmt: skip
+        entry["ranks"][retriever] = rank
+        entry["scores"][retriever] = round(normalised, 6)
+        if hit.get("matchedTerms"):
+            entry["matchedTerms"] = hit["matchedTerms"]
+
+    def _score(self, hits: list[dict[str, Any]], strategy: str) -> None:
+        now = self.sessions.clock()
+        half_life = self.config.recency_half_life_days * DAY_MS
+        relevance_retrievers = [r for r in ("keyword", "semantic") if r in self.retrievers()]
+        for hit in hits:
+            age = max(now - hit["message"].get("createdAt", now), 0)
+            recency = math.pow(0.5, age / half_life)
+            hit["scores"]["recency"] = round(recency, 6)
+            if strategy == "recent":
+                hit["score"] = recency
+                continue
+            if strategy in ("keyword", "semantic"):
+                relevance = hit["scores"].get(strategy, 0.0)
+            elif self.config.fusion == "rrf":
+                total = sum(1 / (RRF_K + rank + 1) for rank in hit["ranks"].values())
+                relevance = total / (len(relevance_retrievers) / (RRF_K + 1))
+            else:
+                parts = [hit["scores"].get(r, 0.0) for r in relevance_retrievers]
+                relevance = sum(parts) / len(parts)
+            hit["scores"]["relevance"] = round(relevance, 6)
+            if strategy == "hybrid":
+                w = self.config.hybrid_weights
+                hit["score"] = (w.relevance * relevance + w.recency * recency) / (
+                    (w.relevance + w.recency) or 1
+                )
+            else:
+                hit["score"] = relevance
+
+    def _public(self, hit: dict[str, Any]) -> dict[str, Any]:
+        meta = self.sessions.meta(hit["sessionId"])
+        return {
+            "sessionId": hit["sessionId"],
+            "session": {"title": meta.title, "characterId": meta.character_id} if meta else None,
+            "message": hit["message"],
+            "score": round(hit["score"], 6),
+            "scores": hit["scores"],
+            "retrievers": sorted(r for r in hit["ranks"] if r != "recent") or ["recent"],
+            "matchedTerms": hit["matchedTerms"],
+        }
+
+    async def search_messages(self, query: str, options: Any = None) -> list[dict[str, Any]]:
+        """The seed's ``searchMessages``: ``[{sessionId, message}]``, case-insensitive."""
+        if not isinstance(query, str) or not query:
+            raise InvalidValueError("searchMessages needs a non-empty query string")
+        opts = options or {}
+        if not isinstance(opts, dict) or set(opts) - {"limit", "filters"}:
+            raise InvalidValueError("searchMessages options are {limit, filters}")
+        limit = opts.get("limit", 100)
+        if not isinstance(limit, int) or not 1 <= limit <= 10_000:
+            raise InvalidValueError("searchMessages limit must be an integer from 1 to 10000")
+        filters = validate_or_raise(SearchFilters, opts.get("filters") or {}, "filters")
+        await self.sessions.mirror.flush()
+        hits = await keyword.substring(
+            self.sessions.mirror.sql, query, filters, self.sessions.user_id, limit
+        )
+        return [{"sessionId": h["sessionId"], "message": json.loads(h["body"])} for h in hits]

@@ -1,0 +1,127 @@
+"""Text analysis for keyword search: the same steps for messages and for queries.
+
+Unicode-aware: words are runs of letters and digits in any script; accents are folded
+(NFKD, combining marks dropped) and case is folded; words are stemmed with snowball
+(English by default). Scripts written without spaces (Han, Hiragana, Katakana, Hangul)
+are indexed as overlapping character pairs, and single characters when a run is one
+character long, so "東京タワー" is found by "東京". Common English words are skipped.
+"""
+
+import re
+import unicodedata
+from collections import Counter
+from functools import lru_cache
+
+import snowballstemmer
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# Han (incl. extension A and compatibility), Hiragana, Katakana, Hangul syllables.
+_CJK = re.compile(
+    r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u31f0-\u31ff]+"
+)
+STOPWORDS = frozenset(
+    (
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "which",
+        "who",
+        "will",
+        "with",
+        "you",
+        "your",
+    )
+)
+MAX_TERMS = 2_000  # per message: enough for ranking, bounded for huge pastes
+
+
+def fold(text: str) -> str:
+    """Lower case without accents: what substring search and phrases compare."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    stripped = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", stripped).casefold()  # Hangul syllables recomposed
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str, language: str) -> str:
+    return snowballstemmer.stemmer(language).stemWord(word)
+
+
+def terms(text: str, language: str = "english") -> list[str]:
+    """The index terms of ``text``, in order (repeats kept: they are term frequency)."""
+    found: list[str] = []
+    for word in _WORD.findall(fold(text)):
+        for part in _split_scripts(word):
+            if _CJK.fullmatch(part):
+                found.extend(_ngrams(part))
+            elif part not in STOPWORDS and (len(part) > 1 or part.isdigit()):
+                found.append(_stem(part, language))
+        if len(found) >= MAX_TERMS:
+            break
+    return found[:MAX_TERMS]
+
+
+def term_counts(text: str, language: str = "english") -> Counter[str]:
+    return Counter(terms(text, language))
+
+
+def _split_scripts(word: str) -> list[str]:
+    """A word that mixes CJK and other letters ("iPhone用") split at the script change."""
+    if not _CJK.search(word):
+        return [word]
+    parts, last = [], 0
+    for match in _CJK.finditer(word):
+        parts += [word[last : match.start()], match.group()]
+        last = match.end()
+    parts.append(word[last:])
+    return [p for p in parts if p]
+
+
+def _ngrams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]

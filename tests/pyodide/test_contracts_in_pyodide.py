@@ -1,0 +1,71 @@
+"""Every contract (sessions, context, search) inside Pyodide in Chromium: IndexedDB
+records, the DuckDB-WASM mirror, gpt-tokenizer, fetch. One runner for all of them."""
+
+from pathlib import Path
+
+import pytest
+from pytest_pyodide import run_in_pyodide
+
+from contract import context_contract, search_contract, sessions_contract
+
+CONTRACTS = {
+    module.__name__.rsplit(".", 1)[1]: module
+    for module in (sessions_contract, context_contract, search_contract)
+}
+SOURCES = {
+    name: (Path(__file__).parent.parent / "contract" / f"{name}.py").read_text()
+    for name in CONTRACTS
+}
+
+
+@run_in_pyodide(packages=["airi-memory"])
+async def run_case(selenium, source: str, filename: str, case_name: str) -> str:
+    from js import Object, airiHost
+    from pyodide.ffi import to_js
+
+    from airi_memory.api import HostPorts, MemorySystem
+    from airi_memory.context.gpt_tokenizer import GptTokenizer
+    from airi_memory.llm.fetch_transport import FetchTransport
+    from airi_memory.sql.wasm import WasmDuckDb
+    from airi_memory.storage import MemoryDriver, Storage
+    from airi_memory.storage.indexeddb import IndexedDbDriver
+
+    namespace: dict = {}
+    exec(compile(source, filename, "exec"), namespace)
+    await airiHost.idb.open("keyval-store", "keyval").clear("")
+    opened = []
+
+    async def open_system(clock=None, separate_engine=False, **options):
+        host = airiHost
+        if separate_engine:  # a second tab has its own DuckDB
+            from js import createAiriHost, location
+
+            runtime = to_js({"runtimeUrl": location.href}, dict_converter=Object.fromEntries)
+            host = await createAiriHost(runtime)
+        storage = Storage(MemoryDriver())
+        storage.mount("local", IndexedDbDriver(airiHost.idb, base="airi-local"))
+        storage.mount("outbox", IndexedDbDriver(airiHost.idb, base="airi-sync-queue"))
+        extra = {"clock": clock} if clock else {}
+        ports = HostPorts(tokens=GptTokenizer(host.tokens), http=FetchTransport(host.http))
+        system = await MemorySystem.open(
+            storage, WasmDuckDb(host.sql), {"userId": "tester", **options}, ports=ports,
+            **extra,
+        )  # fmt: skip
+        opened.append(system)
+        return system
+
+    try:
+        await namespace[case_name](open_system)
+    finally:
+        for system in opened:  # no scheduler may outlive its case in this shared page
+            await system.scheduler.stop()
+    return case_name
+
+
+CASES = [(name, case) for name, module in CONTRACTS.items() for case in module.CASES]
+
+
+@pytest.mark.parametrize(("contract", "case"), CASES, ids=lambda v: getattr(v, "__name__", v))
+def test_contract_in_pyodide(browser_host, contract, case):
+    result = run_case(browser_host, SOURCES[contract], f"{contract}.py", case.__name__)
+    assert result == case.__name__
