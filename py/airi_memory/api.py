@@ -24,6 +24,13 @@ from .policy import (
     apply_message_retention,
     apply_retention_policy,
 )
+from .search.embeddings import (
+    CallbackEmbedder,
+    Embedder,
+    EmbeddingConfig,
+    OpenAiEmbedder,
+)
+from .search.semantic import VectorIndex
 from .search.service import Searcher
 from .sessions import SessionStore
 from .sessions.analytics import message_analytics
@@ -41,6 +48,9 @@ class HostPorts:
     tokens: TokenCounter | None = None  # exact token counts (gpt-tokenizer in the browser)
     http: HttpTransport | None = None  # for providers the user configures
     call_app: AppCall | None = None  # the app's own functions (JS callbacks), by name
+    # The local embedding model, where the host has one (the browser's worker).
+    local_embedder: Callable[[EmbeddingConfig], Embedder] | None = None
+    emit: Callable[[str, dict[str, Any]], None] | None = None  # progress events for the page
 
 
 class MemorySystem:
@@ -70,6 +80,9 @@ class MemorySystem:
         self.summarizer = Summarizer(sessions, None, sessions.clock)
         self._configure_summarizer(options.summarizer)
         self.searcher = Searcher(sessions, options.retrieval)
+        self.vectors: VectorIndex | None = None
+        self.embeddings_note: str | None = None
+        sessions.write_listeners.append(self._wake_indexer)
         self.scheduler = RetentionScheduler(
             self._scheduled_retention, options.retention.interval_ms, sessions.clock
         )
@@ -107,6 +120,8 @@ class MemorySystem:
             "context.setModuleState": self.context.set_module_state,
             "composeMessages": self.compose_messages,
             "search": self.searcher.search,
+            "embeddings.status": self.embeddings_status,
+            "configureEmbeddings": self.configure_embeddings,
             "searchMessages": self.searcher.search_messages,
             "countTokens": self.count_tokens,
             "tokens.stats": self._token_stats,
@@ -139,6 +154,7 @@ class MemorySystem:
             storage, SessionMirror(sql), options.user_id, options.cache, clock, publish
         )
         system = cls(storage, sql, options, sessions, ports or HostPorts())
+        system._configure_embeddings(options.embeddings)
         if options.retention.enabled:
             system.scheduler.start(run_now=options.retention.run_at_start)
         return system
@@ -178,6 +194,8 @@ class MemorySystem:
 
     async def close(self) -> None:
         await self.scheduler.stop()
+        if self.vectors is not None:
+            await self.vectors.stop()
         await self.sessions.queue.drain()
         await self.sql.close()
         await self.storage.dispose()
@@ -223,6 +241,51 @@ class MemorySystem:
 
     async def _token_stats(self) -> dict[str, Any]:
         return {"encodings": self.tokens.encodings(), **self.tokens.stats()}
+
+    # --- embeddings -----------------------------------------------------------------
+    def _embedder(self, config: EmbeddingConfig) -> Embedder | None:
+        if config.provider == "none":
+            self.embeddings_note = "embeddings are turned off (provider 'none')"
+            return None
+        if config.provider == "local":
+            if self.ports.local_embedder is None:
+                self.embeddings_note = "this host has no local embedding model"
+                return None
+            return self.ports.local_embedder(config)
+        if config.provider == "openai":
+            if self.ports.http is None:
+                raise InvalidValueError("this host has no HTTP transport for embeddings")
+            return OpenAiEmbedder(config, self.ports.http)
+        call_app = self.ports.call_app
+        if call_app is None:
+            raise InvalidValueError("provider 'custom' needs an embed function from the app")
+        return CallbackEmbedder(config, lambda request: call_app("embed", request))
+
+    def _configure_embeddings(self, config: EmbeddingConfig) -> None:
+        self.embeddings_note = None
+        embedder = self._embedder(config)
+        self.vectors = VectorIndex(self.sessions, embedder, self.ports.emit) if embedder else None
+        self.searcher.semantic = self.vectors
+        if self.vectors is not None:
+            self.vectors.start()
+
+    def _wake_indexer(self) -> None:
+        if self.vectors is not None:
+            self.vectors.notify()
+
+    async def configure_embeddings(self, config: Any) -> dict[str, Any]:
+        """Another provider or model: its own vectors (stored ones reused, the rest
+        embedded in the background); the previous model's vectors stay stored, unused."""
+        parsed = validate_or_raise(EmbeddingConfig, config or {}, "embeddings")
+        if self.vectors is not None:
+            await self.vectors.stop()
+        self._configure_embeddings(parsed)
+        return await self.embeddings_status()
+
+    async def embeddings_status(self) -> dict[str, Any]:
+        if self.vectors is None:
+            return {"state": "off", "note": self.embeddings_note}
+        return self.vectors.status()
 
     # --- retention and summarisation ----------------------------------------------
     def _configure_summarizer(self, config: LlmConfig | None) -> None:

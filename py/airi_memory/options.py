@@ -6,6 +6,7 @@ from .context.tokens import ModelPreset
 from .errors import InvalidValueError
 from .llm import LlmConfig
 from .models import CacheConfig, MessageRetentionPolicy, RetentionPolicy
+from .search.embeddings import EmbeddingConfig
 from .search.service import RetrievalConfig
 
 
@@ -37,6 +38,7 @@ class SystemOptions(_Options):
     summarizer: LlmConfig | None = None
     models: dict[str, ModelPreset] = Field(default_factory=dict)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    embeddings: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
 
 
 def parse_options(raw: object) -> SystemOptions:

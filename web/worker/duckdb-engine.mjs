@@ -3,6 +3,9 @@
 import * as duckdb from "@duckdb/duckdb-wasm";
 import {
   Bool,
+  Field,
+  FixedSizeList,
+  Float32,
   Float64,
   Table,
   Utf8,
@@ -78,6 +81,31 @@ export async function openDuckDb(runtimeUrl) {
         await connection.query(`DROP TABLE IF EXISTS ${staging}`);
       }
       return columns.length ? columns[0].length : 0;
+    },
+    /** Rows of text keys plus one FLOAT[dimensions] column from a flat Float32Array. */
+    async insertVectors(table, names, keyColumns, vectorName, floats, dimensions) {
+      const count = floats.length / dimensions;
+      const vectors = {};
+      names.forEach((name, i) => {
+        vectors[name] = vectorFromArray(Array.from(keyColumns[i]), new Utf8());
+      });
+      const item = new Field("item", new Float32(), true);
+      const values = makeData({ type: new Float32(), length: floats.length, data: floats });
+      vectors[vectorName] = makeVector(
+        makeData({ type: new FixedSizeList(dimensions, item), length: count, child: values }),
+      );
+      const staging = `__airi_staging_${++temporaryCount}`;
+      await connection.insertArrowTable(new Table(vectors), { name: staging, create: true });
+      try {
+        const list = [...names, vectorName].join(", ");
+        await connection.query(
+          `INSERT INTO ${table} (${list}) SELECT ${names.join(", ")}, ` +
+            `${vectorName}::FLOAT[${dimensions}] FROM ${staging}`,
+        );
+      } finally {
+        await connection.query(`DROP TABLE IF EXISTS ${staging}`);
+      }
+      return count;
     },
     /** A query's result as one Arrow IPC stream (a snapshot to keep in IndexedDB). */
     async exportArrow(sql) {

@@ -4,6 +4,8 @@
 import { createBrowserHost } from "./host.mjs";
 
 const runtimeUrl = new URL("./", import.meta.url).href;
+// Events for the page (progress of the embedding model and of background indexing).
+const postEvent = (event, detail) => self.postMessage({ event, detail });
 let api = null;
 let pyodide = null;
 
@@ -31,14 +33,15 @@ async function boot(options) {
   });
   const [browser, host, buildInfo] = await Promise.all([
     python,
-    timed("duckdb", createBrowserHost({ runtimeUrl })),
+    timed("duckdb", createBrowserHost({ runtimeUrl, onEvent: postEvent })),
     fetch(`${runtimeUrl}build-info.json`).then((response) => response.json()),
   ]);
   // Tabs of one origin tell each other which journal records they wrote; each applies
   // the others' to its own DuckDB mirror and tells its page.
   const channel = new BroadcastChannel("airi-memory");
   const publish = (journalKey) => channel.postMessage({ journalKey });
-  api = await timed("python", browser.boot(host, pyodide.toPy(options), publish, callApp));
+  const emit = (event, detailJson) => postEvent(event, JSON.parse(detailJson));
+  api = await timed("python", browser.boot(host, pyodide.toPy(options), publish, callApp, emit));
   channel.onmessage = async ({ data }) => {
     const reply = JSON.parse(await call("sessions.sync", [[data.journalKey]]));
     if (reply.ok && reply.value.sessionIds.length) {

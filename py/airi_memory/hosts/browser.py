@@ -12,6 +12,7 @@ from pyodide.ffi import to_js
 from ..api import AppCall, HostPorts, MemorySystem
 from ..context.gpt_tokenizer import GptTokenizer
 from ..llm.fetch_transport import FetchTransport
+from ..search.local_embedder import LocalEmbedder
 from ..sql.wasm import WasmDuckDb
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
 from ..storage.indexeddb import IndexedDbDriver, to_python
@@ -43,9 +44,12 @@ def _app_caller(call_app: Any) -> AppCall:
     return call
 
 
-async def boot(host: Any, options: Any, publish: Any = None, call_app: Any = None) -> BrowserApi:
+async def boot(
+    host: Any, options: Any, publish: Any = None, call_app: Any = None, emit: Any = None
+) -> BrowserApi:
     """``publish(journalKey)`` (from the worker) tells other tabs what this one wrote;
-    ``call_app(name, json)`` runs a function the app registered on the page."""
+    ``call_app(name, json)`` runs a function the app registered on the page;
+    ``emit(event, json)`` sends the page a progress event."""
     storage = Storage(MemoryDriver())
     storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE))
     storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE))
@@ -53,6 +57,8 @@ async def boot(host: Any, options: Any, publish: Any = None, call_app: Any = Non
         tokens=GptTokenizer(host.tokens),
         http=FetchTransport(host.http),
         call_app=_app_caller(call_app) if call_app is not None else None,
+        local_embedder=lambda config: LocalEmbedder(config, host.embedder),
+        emit=(lambda event, detail: emit(event, json.dumps(detail))) if emit else None,
     )
     system = await MemorySystem.open(
         storage, WasmDuckDb(host.sql), to_python(options) or {}, publish=publish, ports=ports

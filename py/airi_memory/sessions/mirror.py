@@ -32,9 +32,13 @@ SCHEMA = [
     # The keyword index: one row per (message, term), kept in step with chat_messages.
     """CREATE OR REPLACE TABLE search_terms (
         session_id VARCHAR, record VARCHAR, term VARCHAR, tf INTEGER)""",
+    # Message vectors: filled by search.semantic (which re-creates it with its model's
+    # dimensions); here so that deleting a message always deletes its vector too.
+    """CREATE OR REPLACE TABLE message_vectors (
+        session_id VARCHAR, record VARCHAR, vec FLOAT[384])""",
 ]
 # Tables with a row per message (or per message part): deleted together.
-MESSAGE_TABLES = ("chat_messages", "search_terms")
+MESSAGE_TABLES = ("chat_messages", "search_terms", "message_vectors")
 # Tables a snapshot carries (the session table is rebuilt from its records: it is small).
 SNAPSHOT_TABLES = ("chat_messages", "search_terms")
 SESSION_COLUMNS = (

@@ -66,6 +66,7 @@ class SessionStore:
     ) -> None:
         self.storage = storage
         self.publish = publish  # tells other tabs a journal record to apply
+        self.write_listeners: list[Callable[[], None]] = []  # told of every write (indexers)
         self.mirror = mirror
         self.user_id = user_id
         self.cache = cache
@@ -217,6 +218,9 @@ class SessionStore:
                 self._next_seq[sid] = max(self._next_seq.get(sid, 0), seq + 1)
         for sid in touched:
             self.cache.invalidate(sid)
+        if touched:
+            for listener in self.write_listeners:
+                listener()
         return {"sessionIds": sorted(touched), "records": len(keys)}
 
     async def sync(self, journal_keys: list[str] | None = None) -> dict[str, Any]:
@@ -241,6 +245,8 @@ class SessionStore:
         self.last_journal_key = journal_key
         if self.publish:
             self.publish(journal_key)
+        for listener in self.write_listeners:
+            listener()
         if self.journal.keys_since_snapshot >= self.snapshot_after and not self._background:
             self._in_background(self.snapshot)
         return journal_key

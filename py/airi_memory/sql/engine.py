@@ -54,6 +54,13 @@ class SqlEngine(ABC):
         """Append rows given by column to an existing table; returns the row count."""
 
     @abstractmethod
+    async def insert_vectors(
+        self, table: str, keys: Columns, column: str, vectors: bytes, dimensions: int
+    ) -> int:
+        """Rows of ``keys`` (text columns) plus ``column`` as FLOAT[dimensions], from
+        ``vectors``: float32 values, row after row (what the embedder produces)."""
+
+    @abstractmethod
     async def version(self) -> str: ...
 
     @abstractmethod

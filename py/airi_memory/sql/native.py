@@ -1,6 +1,7 @@
 """The SQL port on CPython: the ``duckdb`` package, the same DuckDB 1.4 as DuckDB-WASM."""
 
 import pickle
+from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,20 @@ class NativeDuckDb(SqlEngine):
             [list(columns[name]) for name in names],
         )
         return count
+
+    async def insert_vectors(
+        self, table: str, keys: Columns, column: str, vectors: bytes, dimensions: int
+    ) -> int:
+        floats = array("f", vectors).tolist()
+        rows = [floats[i : i + dimensions] for i in range(0, len(floats), dimensions)]
+        names = list(keys)
+        unnests = ", ".join(f"unnest(${i + 1})" for i in range(len(names)))
+        self._run(
+            f"INSERT INTO {check_identifier(table)} ({', '.join(names)}, {column}) "
+            f"SELECT {unnests}, unnest(${len(names) + 1})::FLOAT[{dimensions}]",
+            [list(keys[name]) for name in names] + [rows],
+        )
+        return len(rows)
 
     async def export_table(self, table: str) -> bytes:
         """Pickled columns: the CPython engine's snapshot format (Arrow IPC needs pyarrow)."""

@@ -87,6 +87,17 @@ class WasmDuckDb(SqlEngine):
         await self._call("insertColumns", table, to_js(names), js_columns)
         return count
 
+    async def insert_vectors(
+        self, table: str, keys: Columns, column: str, vectors: bytes, dimensions: int
+    ) -> int:
+        names = list(keys)
+        floats = vectors if isinstance(vectors, JsProxy) else to_js(array("f", vectors))
+        count = await self._call(
+            "insertVectors", check_identifier(table), to_js(names),
+            to_js([list(keys[name]) for name in names]), column, floats, dimensions,
+        )  # fmt: skip
+        return int(count)
+
     async def export_table(self, table: str) -> bytes:
         """Arrow IPC stream bytes, made and read back by DuckDB-WASM's own Arrow."""
         data = await self._call("exportArrow", f"SELECT * FROM {check_identifier(table)}")

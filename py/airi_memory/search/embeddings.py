@@ -1,0 +1,119 @@
+"""Embedding providers behind one port: ``local`` (all-MiniLM-L6-v2 in the page, the
+default), ``openai`` (any OpenAI-compatible ``/embeddings`` endpoint) and ``custom`` (a
+function the app supplies). Vectors travel as float32 bytes, row after row, and are
+L2-normalised here, so cosine similarity is their dot product whatever the source."""
+
+import json
+import math
+from abc import ABC, abstractmethod
+from array import array
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from ..errors import ProviderError
+from ..llm.transport import HttpTransport
+
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+LOCAL_DIMENSIONS = 384
+
+
+class EmbeddingConfig(BaseModel):
+    """The seed's ``EmbeddingConfig`` (provider, model, dimensions) and what a provider needs."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    provider: Literal["local", "openai", "custom", "none"] = "local"
+    model: str = Field(default=LOCAL_MODEL, min_length=1, max_length=128)
+    dimensions: int = Field(default=LOCAL_DIMENSIONS, ge=8, le=4096)
+    base_url: str = Field(default="https://api.openai.com/v1", alias="baseUrl")
+    api_key: SecretStr | None = Field(default=None, alias="apiKey")
+    timeout_ms: int = Field(default=30_000, alias="timeoutMs", ge=100, le=600_000)
+    batch_size: int = Field(default=16, alias="batchSize", ge=1, le=256)
+
+    @property
+    def key(self) -> str:
+        """Names this model's vectors in storage: two models' vectors never mix."""
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self.model)
+        return f"{self.provider}-{safe}-{self.dimensions}"
+
+    def public(self) -> dict[str, Any]:
+        shown = self.model_dump(by_alias=True, exclude={"api_key"})
+        return {**shown, "apiKey": "set" if self.api_key else None}
+
+
+class Embedder(ABC):
+    def __init__(self, config: EmbeddingConfig) -> None:
+        self.config = config
+
+    @abstractmethod
+    async def embed(self, texts: list[str]) -> bytes:
+        """float32 vectors of ``texts``, row after row, each of ``config.dimensions``."""
+
+    def checked(self, rows: list[list[float]], count: int) -> bytes:
+        """Rows from a remote provider, checked and normalised, as float32 bytes."""
+        if len(rows) != count:
+            raise ProviderError(
+                f"the embedding provider returned {len(rows)} vectors for {count} texts"
+            )
+        flat = array("f")
+        for row in rows:
+            if len(row) != self.config.dimensions:
+                raise ProviderError(
+                    f"the embedding provider returned {len(row)} dimensions, but "
+                    f"{self.config.model!r} is configured with {self.config.dimensions}"
+                )
+            norm = math.sqrt(sum(x * x for x in row)) or 1.0
+            flat.extend(x / norm for x in row)
+        return flat.tobytes()
+
+
+class _Item(BaseModel):
+    embedding: list[float]
+    index: int = 0
+
+
+class _Embeddings(BaseModel):
+    data: list[_Item]
+
+
+class OpenAiEmbedder(Embedder):
+    def __init__(self, config: EmbeddingConfig, transport: HttpTransport) -> None:
+        super().__init__(config)
+        self.transport = transport
+        self.url = config.base_url.rstrip("/") + "/embeddings"
+
+    async def embed(self, texts: list[str]) -> bytes:
+        headers = {"Content-Type": "application/json"}
+        if self.config.api_key:
+            headers["Authorization"] = f"Bearer {self.config.api_key.get_secret_value()}"
+        body = {"model": self.config.model, "input": texts}
+        reply = await self.transport.post_json(
+            self.url, headers, json.dumps(body, ensure_ascii=False), self.config.timeout_ms / 1000
+        )
+        if reply.status != 200:
+            raise ProviderError(f"{self.url} answered HTTP {reply.status}: {reply.text[:200]}")
+        try:
+            items = sorted(_Embeddings.model_validate_json(reply.text).data, key=lambda i: i.index)
+        except ValidationError:
+            raise ProviderError(
+                f"{self.url} sent a reply that is not an embeddings list: {reply.text[:120]!r}"
+            ) from None
+        return self.checked([item.embedding for item in items], len(texts))
+
+
+class CallbackEmbedder(Embedder):
+    def __init__(
+        self, config: EmbeddingConfig, callback: Callable[[dict[str, Any]], Awaitable[Any]]
+    ) -> None:
+        super().__init__(config)
+        self.callback = callback
+
+    async def embed(self, texts: list[str]) -> bytes:
+        try:
+            rows = await self.callback({"texts": texts, "model": self.config.model})
+        except Exception as error:
+            raise ProviderError(f"the app's embedding function failed: {error}") from None
+        if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+            raise ProviderError("the app's embedding function must return a list of number lists")
+        return self.checked(rows, len(texts))

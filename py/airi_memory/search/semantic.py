@@ -1,0 +1,225 @@
+"""Semantic retrieval: message vectors in DuckDB (``message_vectors``, FLOAT[dim]), kept
+up to date in the background and persisted, so nothing is embedded twice.
+
+Indexing never sits on the write path: a write only wakes the indexer, which embeds
+new user and assistant messages in batches, inserts them into DuckDB, and stores each
+batch as one record under ``local:memory:vectors:<model key>:...``. At start the stored
+batches of the configured model are loaded back; a different model has its own key, so
+two models' vectors never mix, and changing the model re-embeds in the background.
+The top-k scan is ``array_cosine_similarity`` in DuckDB, with the filters in the same SQL.
+"""
+
+import asyncio
+import contextlib
+import json
+import struct
+import time
+from array import array
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import AiriMemoryError
+from ..sessions import SessionStore
+from .embeddings import Embedder
+from .filters import SearchFilters, where
+
+VECTORS = "local:memory:vectors"
+TABLE = "message_vectors"
+EMBEDDED_ROLES = ("user", "assistant")
+SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batches fill up)
+RETRY_S = 30.0  # after a provider failure
+
+
+def vectors_table(dimensions: int) -> str:
+    return (
+        f"CREATE OR REPLACE TABLE {TABLE} "
+        f"(session_id VARCHAR, record VARCHAR, vec FLOAT[{dimensions}])"
+    )
+
+
+def encode_batch(keys: list[tuple[str, str]], vectors: bytes, dimensions: int) -> bytes:
+    """One stored batch: a length-prefixed JSON header (keys, dimensions), then float32s."""
+    header = json.dumps({"keys": keys, "dimensions": dimensions}).encode()
+    return struct.pack("<I", len(header)) + header + vectors
+
+
+def decode_batch(data: bytes) -> tuple[list[tuple[str, str]], bytes, int]:
+    (size,) = struct.unpack_from("<I", data)
+    header = json.loads(data[4 : 4 + size])
+    return [tuple(k) for k in header["keys"]], data[4 + size :], int(header["dimensions"])
+
+
+class VectorIndex:
+    def __init__(
+        self,
+        sessions: SessionStore,
+        embedder: Embedder,
+        emit: Callable[[str, dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.embedder = embedder
+        self.config = embedder.config
+        self.emit = emit or (lambda event, detail: None)
+        self.prefix = f"{VECTORS}:{self.config.key}"
+        self.state = "starting"
+        self.indexed = 0
+        self.pending = 0
+        self.embedded_this_run = 0
+        self.rate: float | None = None
+        self.last_error: str | None = None
+        self.load_ms: float | None = None
+        self.query_embedding_ms: float | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._batches = 0
+
+    @property
+    def sql(self) -> Any:
+        return self.sessions.mirror.sql
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+
+    def notify(self) -> None:
+        """A write happened: there may be something new to embed."""
+        self._wake.set()
+
+    async def _run(self) -> None:
+        try:
+            await self._load()
+        except Exception as error:
+            self._fail(error)
+            return
+        while True:
+            try:
+                await self._index_pending()
+                self.state = "ready"
+                self._progress()
+                await self._wake.wait()
+                self._wake.clear()
+                await asyncio.sleep(SETTLE_S)
+            except AiriMemoryError as error:  # a provider or storage failure: try later
+                self._fail(error)
+                await asyncio.sleep(RETRY_S)
+
+    def _fail(self, error: Exception) -> None:
+        self.state = "error"
+        self.last_error = f"{type(error).__name__}: {error}"[:300]
+        self._progress()
+
+    async def _load(self) -> None:
+        """The vectors stored for this model, back into DuckDB (orphans dropped)."""
+        self.state = "loading"
+        started = time.perf_counter()
+        dims = self.config.dimensions
+        await self.sql.execute(vectors_table(dims))
+        for _, data in await self.sessions.storage.get_all(self.prefix, raw=True):
+            keys, vectors, stored_dims = decode_batch(bytes(data))
+            if stored_dims == dims and keys:
+                await self._insert(keys, vectors)
+        await self.sessions.mirror.flush()
+        await self.sql.execute(
+            f"DELETE FROM {TABLE} v WHERE NOT EXISTS (SELECT 1 FROM chat_messages m "
+            "WHERE m.session_id = v.session_id AND m.record = v.record)"
+        )
+        self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
+        self.load_ms = round((time.perf_counter() - started) * 1000, 1)
+
+    async def _insert(self, keys: list[tuple[str, str]], vectors: bytes) -> None:
+        columns = {"session_id": [k[0] for k in keys], "record": [k[1] for k in keys]}
+        await self.sql.insert_vectors(TABLE, columns, "vec", vectors, self.config.dimensions)
+
+    _PENDING = f"""FROM chat_messages m WHERE m.text <> '' AND m.role IN {EMBEDDED_ROLES}
+        AND NOT EXISTS (SELECT 1 FROM {TABLE} v
+                        WHERE v.session_id = m.session_id AND v.record = m.record)"""
+
+    async def _index_pending(self) -> None:
+        await self.sessions.mirror.flush()
+        count = await self.sql.query(f"SELECT count(*) AS n {self._PENDING}")
+        self.pending = int(count.scalar())
+        if not self.pending:
+            return
+        self.state = "indexing"
+        self._progress()
+        started, done = time.perf_counter(), 0
+        while True:
+            await self.sessions.mirror.flush()
+            batch = await self.sql.query(
+                f"SELECT m.session_id, m.record, m.text {self._PENDING} "
+                "ORDER BY m.created_at DESC LIMIT ?",
+                [self.config.batch_size],
+            )
+            if not len(batch):
+                break
+            rows = batch.tuples()
+            keys = [(sid, record) for sid, record, _ in rows]
+            vectors = await self.embedder.embed([text for _, _, text in rows])
+            await self._insert(keys, vectors)
+            self._batches += 1
+            stamp = f"{self.sessions.clock():013d}-{self.sessions.writer}-{self._batches:06d}"
+            await self.sessions.storage.set_item_raw(
+                f"{self.prefix}:{stamp}", encode_batch(keys, vectors, self.config.dimensions)
+            )
+            done += len(rows)
+            self.indexed += len(rows)
+            self.pending = max(self.pending - len(rows), 0)
+            self.rate = round(done / max(time.perf_counter() - started, 1e-6), 1)
+            self._progress()
+
+    def _progress(self) -> None:
+        self.emit("embedding-progress", self.status())
+
+    async def embed_query(self, text: str) -> list[float]:
+        started = time.perf_counter()
+        vector = array("f", await self.embedder.embed([text])).tolist()
+        self.query_embedding_ms = round((time.perf_counter() - started) * 1000, 1)
+        return vector
+
+    async def nearest(
+        self, query: str, filters: SearchFilters, user_id: str, limit: int
+    ) -> list[dict[str, Any]]:
+        vector = await self.embed_query(query)
+        return await self.nearest_to(vector, filters, user_id, limit)
+
+    async def nearest_to(
+        self, vector: list[float], filters: SearchFilters, user_id: str, limit: int
+    ) -> list[dict[str, Any]]:
+        condition, params = where(filters, user_id)
+        literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+        result = await self.sql.query(
+            f"""WITH scored AS (
+                    SELECT v.session_id, v.record,
+                           array_cosine_similarity(v.vec, CAST(? AS FLOAT[{len(vector)}])) AS score
+                    FROM {TABLE} v
+                    JOIN chat_messages m ON m.session_id = v.session_id AND m.record = v.record
+                    JOIN chat_sessions s ON s.session_id = m.session_id
+                    WHERE {condition}
+                    ORDER BY score DESC LIMIT ?)
+                SELECT c.session_id, c.record, c.score, m.body FROM scored c
+                JOIN chat_messages m ON m.session_id = c.session_id AND m.record = c.record
+                ORDER BY c.score DESC""",
+            [literal, *params, limit],
+        )
+        return [
+            {"sessionId": sid, "record": record, "score": float(score), "body": body}
+            for sid, record, score, body in result.tuples()
+        ]
+
+    def status(self) -> dict[str, Any]:
+        return {
+            **self.config.public(),
+            "state": self.state,
+            "indexed": self.indexed,
+            "pending": self.pending,
+            "ratePerSecond": self.rate,
+            "loadMs": self.load_ms,
+            "queryEmbeddingMs": self.query_embedding_ms,
+            "lastError": self.last_error,
+        }
