@@ -193,4 +193,129 @@ async def case_index_follows_edits_deletes_and_restarts(open_system):
     assert rows == [{"n": 0}]
 
 
+# --- semantic ---------------------------------------------------------------------
+# The mechanics (background indexing, persistence, filters, model changes) with a small
+# stand-in embedder: words hashed into a few dimensions, so texts sharing words are close.
+# The real model is tested in Chromium (tests/e2e/test_search_in_browser.py).
+def toy_vectors(texts, dimensions=48):
+    import hashlib
+
+    rows = []
+    for text in texts:
+        row = [0.0] * dimensions
+        for word in text.lower().replace("?", " ").replace(".", " ").split():
+            row[int(hashlib.md5(word.encode()).hexdigest(), 16) % dimensions] += 1.0
+        rows.append(row)
+    return rows
+
+
+async def use_toy_embeddings(system, model="toy", dimensions=48, fail=False):
+    calls = []
+
+    async def call_app(name, payload):
+        assert name == "embed"
+        calls.append(len(payload["texts"]))
+        if fail:
+            raise RuntimeError("embedding service down")
+        return toy_vectors(payload["texts"], dimensions)
+
+    system.ports.call_app = call_app
+    await system.configure_embeddings(
+        {"provider": "custom", "model": model, "dimensions": dimensions}
+    )
+    return calls
+
+
+async def settled(system, state="ready"):
+    import asyncio
+
+    for _ in range(300):
+        status = await system.embeddings_status()
+        if status["state"] == state and (state == "error" or not status["pending"]):
+            return status
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"embeddings did not settle: {status}")
+
+
+async def case_semantic_search_indexes_in_the_background_and_persists(open_system):
+    system = await open_system(**QUIET)
+    calls = await use_toy_embeddings(system)
+    await session_with(
+        system, ["purple elephant dancing", ("assistant", "green frog singing"), "blue whale"],
+        characterId="airi",
+    )  # fmt: skip
+    second, added = await session_with(system, ["purple frog", ("system", "purple rules")])
+    status = await settled(system)
+    assert status["indexed"] == 4  # user and assistant messages; system prompts are not
+    assert sum(calls) == 4  # each embedded once, in the background
+    assert status["model"] == "toy" and status["dimensions"] == 48
+    search = system.searcher.search
+    found = await search({"query": "purple elephant", "strategy": "semantic", "limit": 2})
+    assert contents(found) == ["purple elephant dancing", "purple frog"]
+    assert found["results"][0]["retrievers"] == ["semantic"]
+    assert found["results"][0]["score"] > found["results"][1]["score"] > 0
+    frogs = await search({"query": "frog", "strategy": "semantic", "limit": 5,
+                          "filters": {"roles": ["assistant"]}})  # fmt: skip
+    assert contents(frogs)[0] == "green frog singing" and len(frogs["results"]) == 1
+    scoped = await search(
+        {"query": "purple", "strategy": "semantic", "filters": {"sessionIds": [second]}}
+    )
+    assert contents(scoped) == ["purple frog"]
+    by_character = await search({"query": "purple", "strategy": "semantic", "threshold": 0.3,
+                                 "filters": {"characterIds": ["airi"]}})  # fmt: skip
+    assert contents(by_character) == ["purple elephant dancing"]
+    both = await search({"query": "purple frog", "strategy": "relevant"})
+    assert contents(both)[0] == "purple frog"
+    assert both["results"][0]["retrievers"] == ["keyword", "semantic"]
+    # Stored: a restart loads the vectors back and embeds nothing again.
+    restarted = await open_system(**QUIET)
+    calls_after = await use_toy_embeddings(restarted)
+    status = await settled(restarted)
+    assert status["indexed"] == 4 and calls_after == []
+    again = await restarted.searcher.search(
+        {"query": "purple elephant", "strategy": "semantic", "limit": 1}
+    )
+    assert contents(again) == ["purple elephant dancing"] and calls_after == [1]  # the query
+    # A deleted message takes its vector with it.
+    await restarted.sessions.delete_message(second, added[0]["id"])
+    rows = await restarted.query("SELECT count(*) AS n FROM message_vectors")
+    assert rows == [{"n": 3}]
+
+
+async def case_a_new_model_never_mixes_vectors(open_system):
+    system = await open_system(**QUIET)
+    await use_toy_embeddings(system, "toy")
+    await session_with(system, ["alpha beta", "gamma delta"])
+    await settled(system)
+    small = await use_toy_embeddings(system, "toy-small", 16)
+    status = await settled(system)
+    assert status["model"] == "toy-small" and status["indexed"] == 2 and sum(small) == 2
+    shape = await system.query("SELECT array_length(vec) AS dims FROM message_vectors LIMIT 1")
+    assert shape == [{"dims": 16}]
+    back = await use_toy_embeddings(system, "toy")  # its stored vectors come back as they were
+    assert (await settled(system))["indexed"] == 2 and back == []
+    keys = await system.storage.get_keys("local:memory:vectors")
+    assert {k.split(":")[3] for k in keys} == {"custom-toy-48", "custom-toy-small-16"}
+
+
+async def case_a_failing_embedder_loses_nothing(open_system):
+    system = await open_system(**QUIET)
+    await use_toy_embeddings(system, fail=True)
+    sid, _ = await session_with(system, ["still stored", "and searchable by keyword"])
+    status = await settled(system, "error")
+    assert "embedding service down" in status["lastError"]
+    assert len(await system.sessions.load_session_messages(sid)) == 2
+    keyword = await system.searcher.search({"query": "searchable", "strategy": "keyword"})
+    assert contents(keyword) == ["and searchable by keyword"]
+    from airi_memory.errors import ProviderError
+
+    await expect_error(
+        ProviderError,
+        system.searcher.search({"query": "stored", "strategy": "semantic"}),
+        "embedding service down",
+    )
+    off = await system.configure_embeddings({"provider": "none"})
+    assert off["state"] == "off" and "none" in off["note"]
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -57,8 +57,10 @@ async def run_case(selenium, source: str, filename: str, case_name: str) -> str:
     try:
         await namespace[case_name](open_system)
     finally:
-        for system in opened:  # no scheduler may outlive its case in this shared page
+        for system in opened:  # no background task may outlive its case in this page
             await system.scheduler.stop()
+            if system.vectors is not None:
+                await system.vectors.stop()
     return case_name
 
 

@@ -140,6 +140,8 @@ class SessionStore:
             rows = []
             for key, text in await self.storage.get_all(records.MESSAGES, raw=True):
                 session_id, record, _ = records.parse_message_key(key)
+                if isinstance(text, bytes):  # a driver that keeps bytes (files)
+                    text = text.decode("utf-8")
                 rows.append(stored_message_row(session_id, record, text))
             mark("readMessages")
             await self.mirror.load([], rows)

@@ -73,9 +73,12 @@ class Driver(ABC):
             if merged is not None:
                 await self.set_item(key, merged)
 
-    async def get_all(self, prefix: str) -> list[tuple[str, Any]]:
-        """Every (key, value) under ``prefix`` in key order; one read where the driver can."""
+    async def get_all(self, prefix: str, raw: bool = False) -> list[tuple[str, Any]]:
+        """Every (key, value) under ``prefix`` in key order; one read where the driver can.
+        ``raw`` values are as ``get_item_raw`` gives them (bytes stay bytes)."""
         keys = sorted(await self.get_keys(prefix))
+        if raw:
+            return [(key, await self.get_item_raw(key)) for key in keys]
         return list(zip(keys, await self.get_items(keys), strict=True))
 
     async def dispose(self) -> None:

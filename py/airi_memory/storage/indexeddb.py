@@ -100,7 +100,8 @@ class IndexedDbDriver(Driver):
                 ) from None
             raise
 
-    async def get_all(self, prefix: str) -> list[tuple[str, Any]]:
+    async def get_all(self, prefix: str, raw: bool = False) -> list[tuple[str, Any]]:
+        """Text and bytes come back as stored, whatever ``raw`` says: one read."""
         found = await self._store.getAll(self._key(prefix))
         cut = len(self._prefix)
         return list(zip((key[cut:] for key in found.keys), found.values.to_py(), strict=True))

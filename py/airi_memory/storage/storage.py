@@ -185,7 +185,7 @@ class Storage:
         """Every (key, value) under ``prefix`` (inside one mount), in key order; parsed as
         ``get_item`` would, or with ``raw`` the stored text itself."""
         route = self._route(base_key(prefix))
-        found = await route.driver.get_all(route.relative_key)
+        found = await route.driver.get_all(route.relative_key, raw)
         if raw:
             return [(route.base + key, value) for key, value in found]
         return [(route.base + key, destr(value)) for key, value in found]
