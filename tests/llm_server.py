@@ -1,4 +1,5 @@
-"""A real local HTTP server that speaks OpenAI's chat-completions protocol, for tests.
+"""A real local HTTP server that speaks OpenAI's chat-completions and embeddings
+protocols, for tests.
 
 Each request is recorded. ``mode`` chooses the reply: ``ok`` (a completion whose text
 is ``reply``), ``500``, ``malformed`` (not JSON), ``no-choices`` (JSON without choices)
@@ -6,6 +7,7 @@ or ``slow`` (answers after ``delay`` seconds). It sends CORS headers, so pages o
 another local port can call it, as they would call a real provider.
 """
 
+import hashlib
 import json
 import threading
 import time
@@ -18,6 +20,7 @@ class LlmServer:
         self.mode = "ok"
         self.reply = "a short summary"
         self.delay = 2.0
+        self.dimensions = 48
         self.requests: list[dict[str, Any]] = []
         server = self
 
@@ -55,6 +58,13 @@ class LlmServer:
                 elif server.mode == "no-choices":
                     self._headers(200)
                     self.wfile.write(b'{"id": "x", "choices": []}')
+                elif self.path.endswith("/embeddings"):
+                    self._headers(200)
+                    texts = server.requests[-1]["body"]["input"]
+                    data = [
+                        {"index": i, "embedding": server.vector(t)} for i, t in enumerate(texts)
+                    ]
+                    self.wfile.write(json.dumps({"object": "list", "data": data}).encode())
                 else:
                     self._headers(200)
                     completion = {
@@ -79,6 +89,14 @@ class LlmServer:
         self.port = self.httpd.server_address[1]
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def vector(self, text: str) -> list[float]:
+        """An embedding for /embeddings: its words hashed into ``dimensions`` (a stand-in:
+        texts sharing words are close; the real model is tested in the browser)."""
+        row = [0.0] * self.dimensions
+        for word in text.lower().split():
+            row[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimensions] += 1.0
+        return row
 
     def close(self) -> None:
         self.httpd.shutdown()

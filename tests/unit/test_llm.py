@@ -1,5 +1,6 @@
 """The OpenAI-compatible provider on CPython, against a real local HTTP server."""
 
+import asyncio
 import json
 
 import pytest
@@ -87,3 +88,54 @@ async def test_unreachable_server_and_bad_config(llm):
     assert cleared["value"]["configured"] is False
     report = await system.summarizer.summarize_old_context(sid, 3)
     assert report["method"] == "extractive"
+
+
+async def settled(system, state):
+    for _ in range(300):
+        status = await system.embeddings_status()
+        if status["state"] == state:
+            return status
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"embeddings never reached {state}: {status}")
+
+
+async def test_embeddings_from_an_openai_compatible_server(llm):
+    config = {"provider": "openai", "baseUrl": llm.base_url, "model": "tiny-embed",
+              "dimensions": 48, "apiKey": SECRET}  # fmt: skip
+    system = await open_memory_system(embeddings=config, retention={"enabled": False})
+    sid = (await system.sessions.create_session({}))["sessionId"]
+    for text in ["orange juice please", "the train is late"]:
+        await system.sessions.add_message(sid, {"role": "user", "content": text})
+    status = await settled(system, "ready")
+    assert status["indexed"] == 2 and status["apiKey"] == "set"
+    request = llm.requests[0]
+    assert request["path"] == "/v1/embeddings" and request["authorization"] == f"Bearer {SECRET}"
+    assert request["body"]["model"] == "tiny-embed"
+    assert sorted(request["body"]["input"]) == ["orange juice please", "the train is late"]
+    found = await system.searcher.search(
+        {"query": "orange juice", "strategy": "semantic", "limit": 1}
+    )
+    assert [h["message"]["content"] for h in found["results"]] == ["orange juice please"]
+    assert SECRET not in json.dumps(await system.embeddings_status())
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"), [("500", "HTTP 500"), ("malformed", "not an embeddings list")]
+)
+async def test_a_failing_embeddings_server(llm, mode, words):
+    llm.mode = mode
+    config = {"provider": "openai", "baseUrl": llm.base_url, "dimensions": 48}
+    system = await open_memory_system(embeddings=config, retention={"enabled": False})
+    sid = (await system.sessions.create_session({}))["sessionId"]
+    await system.sessions.add_message(sid, {"role": "user", "content": "kept whatever happens"})
+    status = await settled(system, "error")
+    assert words in status["lastError"] and status["indexed"] == 0
+    reply = await system.dispatch("search", [{"query": "kept", "strategy": "semantic"}])
+    assert reply["error"]["name"] == "ProviderError" and words in reply["error"]["message"]
+    assert [m["content"] for m in await system.sessions.load_session_messages(sid)] == [
+        "kept whatever happens"
+    ]
+    wrong = await system.dispatch("configureEmbeddings", [{"provider": "openai", "dimensions": 3}])
+    assert (
+        wrong["error"]["name"] == "InvalidValueError" and "dimensions" in wrong["error"]["message"]
+    )

@@ -1,0 +1,106 @@
+"""Search in Chromium with the real local model (all-MiniLM-L6-v2 on onnxruntime-web),
+served from our own origin; embeddings survive a reload without being computed again."""
+
+MEMORIES = [
+    "I adopted a grey cat called Miso last spring.",
+    "My favourite food is ramen with an extra egg.",
+    "Our car broke down on the motorway yesterday.",
+    "I have been learning to play the violin for two years.",
+    "My sister lives in Lisbon and works as an architect.",
+]
+WAIT_INDEXED = """async (count) => {
+    for (let i = 0; i < 600; i++) {
+        const status = await memory.embeddingsStatus();
+        if (status.state === 'ready' && status.indexed >= count && !status.pending) return status;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return await memory.embeddingsStatus();
+}"""
+
+
+def model_requests(web):
+    return [url for url in web.requests if url.endswith("/onnx/model.onnx")]
+
+
+def test_semantic_search_with_the_real_model_survives_a_reload(web):
+    web.open_harness()
+    web.boot()
+    web.evaluate(
+        """async (memories) => {
+            window.progress = [];
+            memory.addEventListener('embedding-progress', (event) => progress.push(event.detail));
+            const { sessionId } = await memory.sessions.createSession({ title: 'About me' });
+            for (const content of memories) await memory.sessions.addMessage(sessionId, { role: 'user', content });
+        }""",
+        MEMORIES,
+    )
+    status = web.evaluate(WAIT_INDEXED, len(MEMORIES))
+    assert status["state"] == "ready" and status["indexed"] == 5, status
+    assert status["model"] == "all-MiniLM-L6-v2" and status["dimensions"] == 384
+    progress = web.evaluate("() => progress")
+    assert any(
+        p.get("phase") == "model" and p["loaded"] == p["total"] > 20_000_000 for p in progress
+    )
+    assert any(p.get("state") == "indexing" for p in progress)
+    assert len(model_requests(web)) == 1  # from our own origin (the guard checks every request)
+    result = web.evaluate(
+        """async () => {
+            const ask = async (query) => (await memory.search({ query, strategy: 'semantic', limit: 5 })).results;
+            return { pet: await ask('Do I have any animals at home?'),
+                     music: await ask('Which instrument am I practising?'),
+                     family: await ask('Where does my sibling live?') };
+        }"""
+    )
+    # Paraphrases share no keywords with the memory they ask about, yet rank it first,
+    # and it scores clearly above the unrelated ones.
+    for key, expected in [("pet", 0), ("music", 3), ("family", 4)]:
+        hits = result[key]
+        assert hits[0]["message"]["content"] == MEMORIES[expected], (key, hits)
+        assert hits[0]["score"] > hits[1]["score"] + 0.05, (key, hits)
+        assert hits[0]["retrievers"] == ["semantic"]
+    web.page.reload()
+    web.boot()
+    status = web.evaluate(WAIT_INDEXED, len(MEMORIES))
+    assert status["indexed"] == 5 and status["pending"] == 0
+    assert len(model_requests(web)) == 1  # nothing embedded again: the model was not loaded
+    again = web.evaluate(
+        "async () => (await memory.search({ query: 'my pet', strategy: 'hybrid', limit: 1 })).results"
+    )
+    assert again[0]["message"]["content"] == MEMORIES[0]
+    assert len(model_requests(web)) == 2  # the query itself needed the model
+
+
+def test_keyword_search_filters_and_substring_from_the_page(web):
+    web.open_harness()
+    web.boot()
+    result = web.evaluate(
+        """async () => {
+            await memory.configureEmbeddings({ provider: 'none' });
+            const a = (await memory.sessions.createSession({ characterId: 'airi' })).sessionId;
+            const b = (await memory.sessions.createSession({ characterId: 'neko' })).sessionId;
+            await memory.sessions.addMessage(a, { role: 'user', content: 'How do I configure the providers?' });
+            await memory.sessions.addMessage(a, { role: 'assistant', content: 'Open the settings page and pick a provider.' });
+            await memory.sessions.addMessage(b, { role: 'user', content: '東京タワーに行きたい' });
+            const ask = async (query) => (await memory.search(query)).results.map((r) => [r.message.content, r.matchedTerms, r.retrievers]);
+            return {
+                keyword: await ask({ query: 'provider configuration', strategy: 'keyword' }),
+                assistant: await ask({ query: 'provider', strategy: 'keyword', filters: { roles: ['assistant'] } }),
+                neko: await ask({ query: '東京', strategy: 'relevant', filters: { characterIds: ['neko'] } }),
+                substring: (await memory.searchMessages('SETTINGS')).map((r) => r.message.content),
+                status: await memory.embeddingsStatus(),
+                bad: await memory.search({ query: 'x', filters: { dateRange: [2, 1] } }).catch((e) => [e.name, e.message]),
+            };
+        }"""
+    )
+    assert [hit[0] for hit in result["keyword"]] == [
+        "How do I configure the providers?",
+        "Open the settings page and pick a provider.",
+    ]
+    assert sorted(result["keyword"][0][1]) == ["configur", "provid"]
+    assert result["assistant"] == [
+        ["Open the settings page and pick a provider.", ["provid"], ["keyword"]]
+    ]
+    assert result["neko"] == [["東京タワーに行きたい", ["東京"], ["keyword"]]]
+    assert result["substring"] == ["Open the settings page and pick a provider."]
+    assert result["status"]["state"] == "off"
+    assert result["bad"][0] == "InvalidValueError" and "dateRange" in result["bad"][1]
