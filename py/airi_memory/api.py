@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import __version__, diagnostics, transfer
-from .context import Composer, ContextStore, TokenCounter, Tokens
+from .context import ComposeOptions, Composer, ContextStore, TokenCounter, Tokens
+from .context.recall import recall_memories
 from .errors import AiriMemoryError, InvalidValueError, UnknownMethodError
 from .llm import HttpTransport, LlmConfig, make_provider
 from .models import MessageRetentionPolicy, RetentionPolicy, json_schemas, now_ms, validate_or_raise
@@ -228,11 +229,27 @@ class MemorySystem:
 
     async def compose_messages(self, session_id: str, options: Any = None) -> dict[str, Any]:
         self.sessions.require_session(session_id)
+        parsed = validate_or_raise(ComposeOptions, options or {}, "composeMessages")
         errors = await self.context.refresh()
         snapshot = await self.context.snapshot()
         messages = await self.sessions.load_session_messages(session_id)
-        composed = await self.composer.compose(session_id, messages, snapshot, options)
-        return {**composed, "sessionId": session_id, "context": snapshot, "contextErrors": errors}
+        composed = await self.composer.compose(session_id, messages, snapshot, parsed)
+        recalled: list[dict[str, Any]] = []
+        if parsed.retrieval is not None:
+            text, recalled = await recall_memories(
+                self.searcher, self.tokens, session_id, messages, composed, parsed
+            )
+            if text:
+                composed = await self.composer.compose(
+                    session_id, messages, snapshot, parsed, recall=text
+                )
+        return {
+            **composed,
+            "sessionId": session_id,
+            "context": snapshot,
+            "contextErrors": errors,
+            "recalled": recalled,
+        }
 
     async def count_tokens(self, texts: list[str], encoding: str = "estimate") -> list[int]:
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):

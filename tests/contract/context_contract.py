@@ -143,7 +143,7 @@ async def case_compose_orders_parts_and_prunes_oldest_first(open_system):
     assert composed["messages"][1] == {"role": "user", "content": [{"type": "text", "text": line}]}
     assert [m["content"][:2] for m in composed["messages"][2:]] == ["07", "08", "09"]
     assert composed["tokens"] == {
-        "system": 10, "context": context_tokens, "summary": 0, "history": 30,
+        "system": 10, "context": context_tokens, "summary": 0, "recall": 0, "history": 30,
         "total": budget, "budget": budget, "maxTokens": budget + 7, "reserveTokens": 7,
     }  # fmt: skip
     assert composed["droppedMessages"] == 7 and composed["encoding"] == "estimate"

@@ -24,6 +24,7 @@ async def expect_error(kind, coroutine, *words):
 
 
 async def session_with(system, texts, **meta):
+    """A session with one message a day from START; ``(role, text)`` pairs or user texts."""
     sid = (await system.sessions.create_session(meta))["sessionId"]
     added = []
     for i, text in enumerate(texts):
@@ -191,6 +192,34 @@ async def case_index_follows_edits_deletes_and_restarts(open_system):
         "SELECT count(*) AS n FROM search_terms WHERE session_id = ?", [other]
     )
     assert rows == [{"n": 0}]
+
+
+async def case_composition_recalls_old_memories_within_a_budget(open_system):
+    system = await open_system(**QUIET)
+    old, memories = await session_with(
+        system, ["My dog Rex loves the beach.", "I work as a nurse at night."], title="Last year"
+    )
+    sid, turns = await session_with(
+        system, ["hi", ("assistant", "hello!"), "Should I take Rex to the beach this weekend?"]
+    )
+    recall = {"limit": 3, "strategy": "keyword"}
+    composed = await system.compose_messages(sid, {"maxTokens": 2000, "retrieval": recall})
+    heading, line = composed["messages"][0]["content"].split("\n")
+    assert composed["messages"][0]["role"] == "system"
+    assert heading.startswith("Relevant memories from earlier conversations")
+    assert line == "- [2026-01-01, 'Last year'] user: My dog Rex loves the beach."
+    assert [m["content"] for m in composed["messages"][1:]] == [t["content"] for t in turns]
+    # The question itself is in the window, so it is not recalled.
+    (recalled,) = composed["recalled"]
+    assert (recalled["messageId"], recalled["sessionId"]) == (memories[0]["id"], old)
+    assert 0 < recalled["score"] <= 1
+    assert composed["tokens"]["recall"] == -(-len(heading + "\n" + line) // 4)
+    own_only = {**recall, "crossSession": False}
+    alone = await system.compose_messages(sid, {"maxTokens": 2000, "retrieval": own_only})
+    assert alone["recalled"] == [] and alone["tokens"]["recall"] == 0
+    tight = {**recall, "maxTokens": 10}
+    nothing = await system.compose_messages(sid, {"maxTokens": 2000, "retrieval": tight})
+    assert nothing["recalled"] == [] and len(nothing["messages"]) == 3
 
 
 # --- semantic ---------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Working memory for the next LLM call: context, token counting, prompt composition."""
 
-from .compose import ComposeOptions, Composer
+from .compose import ComposeOptions, Composer, RecallOptions
 from .store import ContextStore
 from .tokens import ESTIMATE, EXACT_ENCODINGS, ModelPreset, TokenCounter, Tokens
 
@@ -11,6 +11,7 @@ __all__ = [
     "Composer",
     "ContextStore",
     "ModelPreset",
+    "RecallOptions",
     "TokenCounter",
     "Tokens",
 ]

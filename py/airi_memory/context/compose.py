@@ -15,12 +15,28 @@ from cachetools import LRUCache
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ContextTooLongError, InvalidValueError
-from ..models import validate_or_raise
 from .tokens import ESTIMATE, ModelPreset, Tokens, find_preset, message_token_text
 
 WINDOWS_KEPT = 16  # sessions whose units and counts are kept between compositions
 # Fields of a stored message that belong in an OpenAI-style chat request.
 SENT_FIELDS = ("role", "content", "name", "tool_calls", "tool_call_id")
+
+
+RECALL_HEADING = "Relevant memories from earlier conversations (recalled; they may be out of date):"
+
+
+class RecallOptions(BaseModel):
+    """What composition recalls: up to ``limit`` messages found for ``query`` (by default
+    the last user message), from every session or only this one, within ``maxTokens``
+    (by default a tenth of the budget), never one already in the window."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    limit: int = Field(default=5, ge=1, le=50)
+    strategy: Literal["keyword", "semantic", "relevant", "hybrid"] = "relevant"
+    threshold: float = Field(default=0, ge=0, le=1)
+    max_tokens: int | None = Field(default=None, alias="maxTokens", ge=1)
+    cross_session: bool = Field(default=True, alias="crossSession")
+    query: str | None = Field(default=None, max_length=10_000)
 
 
 class ComposeOptions(BaseModel):
@@ -38,6 +54,8 @@ class ComposeOptions(BaseModel):
     include_summary: bool = Field(default=True, alias="includeSummary")
     # Also return ``parts``: each composed message's origin and tokens (for previews).
     details: bool = False
+    # Recall: old memories found by search, added after the summary (see RecallOptions).
+    retrieval: RecallOptions | None = None
 
 
 def is_summary(message: dict[str, Any]) -> bool:
@@ -182,9 +200,10 @@ class Composer:
         session_id: str,
         messages: list[dict[str, Any]],
         snapshot: dict[str, Any],
-        raw_options: Any,
+        options: ComposeOptions,
+        recall: str | None = None,
     ) -> dict[str, Any]:
-        options = validate_or_raise(ComposeOptions, raw_options or {}, "composeMessages")
+        """``recall``: the recalled-memories text, sent as a system message after the summary."""
         preset = self.budget(options)
         window = await self.window(session_id, messages, preset, options.include_summary)
         placement = options.context_placement if snapshot else "none"
@@ -202,6 +221,8 @@ class Composer:
             fixed.append(("context", "context", block))
         if window.summary is not None:
             fixed.append(("summary", f"summary:{window.summary.get('id')}", window.summary))
+        if recall:
+            fixed.append(("recall", "recall", {"role": "system", "content": recall}))
         counts = await self.tokens.count_keyed(
             preset.encoding, [(key, message_token_text(m)) for _, key, m in fixed]
         )
@@ -254,6 +275,7 @@ class Composer:
             "droppedMessages": window.history - sum(len(unit.messages) for unit in kept),
             "summaryId": window.summary.get("id") if window.summary else None,
             "coveredBySummary": len(window.covers()),
+            "messageIds": [m.get("id") for unit in kept for m in unit.messages],
         }
         if options.details:
             result["parts"] = _parts(fixed, fixed_costs, kept, with_context, tokens["context"])
@@ -310,4 +332,4 @@ def _parts(
     return parts
 
 
-_KINDS = ("system", "context", "summary", "history")
+_KINDS = ("system", "context", "summary", "recall", "history")

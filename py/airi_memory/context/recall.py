@@ -1,0 +1,65 @@
+"""Recall in composition: old memories (other sessions, or turns that fell out of the
+window) found by search for the latest user message, added as one system message,
+de-duplicated against the window and kept within their own token budget."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from ..search.service import Searcher
+from .compose import RECALL_HEADING, ComposeOptions
+from .tokens import Tokens, message_token_text
+
+SNIPPET_CHARS = 600
+
+
+async def recall_memories(
+    searcher: Searcher,
+    tokens: Tokens,
+    session_id: str,
+    messages: list[dict[str, Any]],
+    composed: dict[str, Any],
+    options: ComposeOptions,
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """The recall text (or None) and what it holds: ``[{messageId, sessionId, score}]``."""
+    recall = options.retrieval
+    assert recall is not None
+    query = recall.query or _last_user_text(messages)
+    if not query:
+        return None, []
+    in_window = list(composed["messageIds"])
+    filters = {} if recall.cross_session else {"sessionIds": [session_id]}
+    found = await searcher.search(
+        {"query": query, "limit": recall.limit, "strategy": recall.strategy,
+         "threshold": recall.threshold, "filters": filters, "excludeIds": in_window}
+    )  # fmt: skip
+    budget = recall.max_tokens or max(composed["tokens"]["budget"] // 10, 1)
+    lines, kept = [RECALL_HEADING], []
+    for hit in found["results"]:
+        line = _line(hit)
+        (cost,) = await tokens.count(composed["encoding"], ["\n".join([*lines, line])])
+        if cost > budget:
+            break
+        lines.append(line)
+        kept.append(
+            {
+                "messageId": hit["message"]["id"],
+                "sessionId": hit["sessionId"],
+                "score": hit["score"],
+            }
+        )
+    return ("\n".join(lines) if kept else None), kept
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            return message_token_text(message)
+    return ""
+
+
+def _line(hit: dict[str, Any]) -> str:
+    message = hit["message"]
+    day = datetime.fromtimestamp(message.get("createdAt", 0) / 1000, UTC).strftime("%Y-%m-%d")
+    title = (hit.get("session") or {}).get("title", "")
+    text = " ".join(message_token_text(message).split())[:SNIPPET_CHARS]
+    return f"- [{day}, {title!r}] {message.get('role')}: {text}"
