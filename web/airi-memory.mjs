@@ -112,6 +112,8 @@ export async function createMemorySystem(options = {}) {
     searchMessages: (query, searchOptions = {}) => call("searchMessages", query, searchOptions),
     /** Embedding state: {provider, model, state, indexed, pending, ratePerSecond, ...}. */
     embeddingsStatus: () => call("embeddings.status"),
+    /** Embed what is pending now (the way to index when backgroundIndexing is false). */
+    indexEmbeddings: () => call("embeddings.indexNow"),
     /** Another embedding model or provider: {provider: 'local'|'openai'|'custom'|'none', ...}. */
     configureEmbeddings: (config) => call("configureEmbeddings", withoutFunction(config ?? {}, appFunctions)),
     /** Token counts of texts: 'estimate' (the seed's), 'o200k_base' or 'cl100k_base' (exact). */
@@ -149,6 +151,8 @@ export async function createMemorySystem(options = {}) {
     ping: () => call("ping"),
     diagnostics: {
       bulkInsert: (rows) => call("diagnostics.bulkInsert", rows),
+      /** Random vectors for every message without one (benchmarks of a big store). */
+      fillVectors: () => call("diagnostics.fillVectors"),
     },
     async close() {
       try {

@@ -104,6 +104,7 @@ class MemorySystem:
             "storage.clear": storage.clear,
             "storage.getMounts": self._mounts,
             "diagnostics.bulkInsert": self._bulk_insert,
+            "diagnostics.fillVectors": self._fill_vectors,
             "sessions.stats": self._session_stats,
             "analytics": self.analytics,
             "schemas": self.schemas,
@@ -122,6 +123,7 @@ class MemorySystem:
             "composeMessages": self.compose_messages,
             "search": self.searcher.search,
             "embeddings.status": self.embeddings_status,
+            "embeddings.indexNow": self._index_now,
             "configureEmbeddings": self.configure_embeddings,
             "searchMessages": self.searcher.search_messages,
             "countTokens": self.count_tokens,
@@ -299,6 +301,13 @@ class MemorySystem:
         self._configure_embeddings(parsed)
         return await self.embeddings_status()
 
+    async def _index_now(self) -> dict[str, Any]:
+        """Embed what is pending now (with ``backgroundIndexing: false``, the only way)."""
+        if self.vectors is None:
+            raise InvalidValueError("no embedding model is configured")
+        await self.vectors.index_now()
+        return self.vectors.status()
+
     async def embeddings_status(self) -> dict[str, Any]:
         if self.vectors is None:
             return {"state": "off", "note": self.embeddings_note}
@@ -406,6 +415,14 @@ class MemorySystem:
 
     async def _bulk_insert(self, rows: int) -> dict[str, float | int]:
         return await diagnostics.bulk_insert(self.sql, rows)
+
+    async def _fill_vectors(self) -> dict[str, float | int]:
+        if self.vectors is None:
+            raise InvalidValueError("no embedding model is configured")
+        await self.sessions.mirror.flush()
+        filled = await diagnostics.fill_vectors(self.sql, self.vectors.config.dimensions)
+        self.vectors.indexed = int(filled["vectors"])
+        return filled
 
 
 # Facade name (after "sessions.") -> SessionStore method: the seed's names on the JS side.

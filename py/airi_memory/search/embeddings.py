@@ -30,6 +30,8 @@ class EmbeddingConfig(BaseModel):
     api_key: SecretStr | None = Field(default=None, alias="apiKey")
     timeout_ms: int = Field(default=30_000, alias="timeoutMs", ge=100, le=600_000)
     batch_size: int = Field(default=16, alias="batchSize", ge=1, le=256)
+    # Embed new messages as they arrive (default), or only when the app asks (indexNow).
+    background_indexing: bool = Field(default=True, alias="backgroundIndexing")
 
     @property
     def key(self) -> str:

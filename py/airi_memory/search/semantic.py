@@ -18,7 +18,7 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import AiriMemoryError
+from ..errors import AiriMemoryError, InvalidValueError
 from ..sessions import SessionStore
 from .embeddings import Embedder
 from .filters import SearchFilters, where
@@ -70,6 +70,7 @@ class VectorIndex:
         self.load_ms: float | None = None
         self.query_embedding_ms: float | None = None
         self._wake = asyncio.Event()
+        self._loaded = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._batches = 0
 
@@ -97,9 +98,14 @@ class VectorIndex:
         except Exception as error:
             self._fail(error)
             return
+        finally:
+            self._loaded.set()
         while True:
             try:
-                await self._index_pending()
+                if self.config.background_indexing:
+                    await self._index_pending()
+                else:
+                    await self._count_pending()
                 self.state = "ready"
                 self._progress()
                 await self._wake.wait()
@@ -140,10 +146,19 @@ class VectorIndex:
         AND NOT EXISTS (SELECT 1 FROM {TABLE} v
                         WHERE v.session_id = m.session_id AND v.record = m.record)"""
 
-    async def _index_pending(self) -> None:
+    async def index_now(self) -> None:
+        await self._loaded.wait()
+        await self._index_pending()
+        self.state = "ready"
+        self._progress()
+
+    async def _count_pending(self) -> None:
         await self.sessions.mirror.flush()
         count = await self.sql.query(f"SELECT count(*) AS n {self._PENDING}")
         self.pending = int(count.scalar())
+
+    async def _index_pending(self) -> None:
+        await self._count_pending()
         if not self.pending:
             return
         self.state = "indexing"
@@ -191,6 +206,11 @@ class VectorIndex:
     async def nearest_to(
         self, vector: list[float], filters: SearchFilters, user_id: str, limit: int
     ) -> list[dict[str, Any]]:
+        if len(vector) != self.config.dimensions:
+            raise InvalidValueError(
+                f"the query vector has {len(vector)} dimensions; {self.config.model!r} has "
+                f"{self.config.dimensions}"
+            )
         condition, params = where(filters, user_id)
         literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
         result = await self.sql.query(

@@ -52,6 +52,9 @@ class SearchQuery(BaseModel):
     filters: SearchFilters = Field(default_factory=SearchFilters)
     strategy: Strategy | None = None
     exclude_ids: list[str] = Field(default_factory=list, alias="excludeIds", max_length=100_000)
+    # The query's embedding, when the app has it already (semantic search then skips the
+    # model); it must have the configured model's dimensions.
+    vector: list[float] | None = Field(default=None, max_length=4096)
 
 
 class SemanticRetriever(Protocol):
@@ -59,6 +62,10 @@ class SemanticRetriever(Protocol):
 
     async def nearest(
         self, query: str, filters: SearchFilters, user_id: str, limit: int
+    ) -> list[dict[str, Any]]: ...
+
+    async def nearest_to(
+        self, vector: list[float], filters: SearchFilters, user_id: str, limit: int
     ) -> list[dict[str, Any]]: ...
 
     def status(self) -> dict[str, Any]: ...
@@ -74,7 +81,7 @@ class Searcher:
         started = time.perf_counter()
         query = validate_or_raise(SearchQuery, raw, "search")
         strategy = query.strategy or self.config.strategy
-        if strategy != "recent" and not query.query.strip():
+        if strategy != "recent" and not query.query.strip() and query.vector is None:
             raise InvalidValueError(f"search with strategy {strategy!r} needs a query text")
         if strategy == "semantic" and self.semantic is None:
             raise InvalidValueError("semantic search needs embeddings, and none are configured")
@@ -114,7 +121,10 @@ class Searcher:
             for rank, hit in enumerate(hits):
                 self._merge(found, hit, "keyword", rank, hit["score"] / top)
         if strategy != "keyword" and self.semantic is not None:
-            hits = await self.semantic.nearest(query.query, query.filters, user, pool)
+            if query.vector is not None:
+                hits = await self.semantic.nearest_to(query.vector, query.filters, user, pool)
+            else:
+                hits = await self.semantic.nearest(query.query, query.filters, user, pool)
             for rank, hit in enumerate(hits):
                 self._merge(found, hit, "semantic", rank, max(hit["score"], 0.0))
 
