@@ -13,6 +13,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 import context_scenarios
+import search_scenarios
 from harness import (
     BOOT,
     CHROMIUM,
@@ -227,7 +228,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=300, help="round trips per kind")
     parser.add_argument("--bulk-runs", type=int, default=5)
     parser.add_argument("--bulk-rows", type=int, default=100_000)
-    parser.add_argument("--only", choices=["foundation", "sessions", "context"], default=None)
+    parser.add_argument(
+        "--only", choices=["foundation", "sessions", "context", "search"], default=None
+    )
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
     args = parser.parse_args()
     server = serve.start_in_thread(ROOT / "dist")
@@ -245,6 +248,8 @@ def main() -> None:
             rows += bench_large_store(browser, base_url, 3, 100)
         if args.only in (None, "context"):
             rows += context_scenarios.run(browser, base_url)
+        if args.only in (None, "search"):
+            rows += search_scenarios.run(browser, base_url)
         browser.close()
     server.shutdown()
     print_table(rows)

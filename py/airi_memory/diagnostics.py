@@ -39,10 +39,10 @@ async def fill_vectors(sql: SqlEngine, dimensions: int) -> dict[str, float | int
     started = time.perf_counter()
     dims = int(dimensions)
     await sql.execute(
-        "INSERT INTO message_vectors SELECT m.session_id, m.record, "
+        "INSERT INTO message_vectors SELECT m.doc, "
         f"list_transform(range({dims}), i -> (random() - 0.5)::FLOAT)::FLOAT[{dims}] "
         "FROM chat_messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v "
-        "WHERE v.session_id = m.session_id AND v.record = m.record)"
+        "WHERE v.doc = m.doc)"
     )
     count = (await sql.query("SELECT count(*) AS n FROM message_vectors")).scalar()
     return {"vectors": int(count), "fillMs": (time.perf_counter() - started) * 1000}

@@ -5,7 +5,7 @@ and in Pyodide; self-contained like the other contracts."""
 import math
 
 from airi_memory.errors import InvalidValueError
-from airi_memory.search.filters import SearchFilters
+from airi_memory.search.filters import SearchFilters, scope
 from airi_memory.search.keyword import bm25
 
 QUIET = {"retention": {"enabled": False}, "context": {"datetime": False}}
@@ -42,7 +42,7 @@ async def case_bm25_matches_hand_computed_scores(open_system):
     system = await open_system(**QUIET)
     await session_with(system, ["apple banana", "Apple apples cherry", "banana"])
     await system.sessions.mirror.flush()  # bm25 reads DuckDB directly; search() flushes itself
-    hits = await bm25(system.sql, "apple", SearchFilters(), "tester", 10)
+    hits = await bm25(system.sql, "apple", scope(SearchFilters(), "tester", True), 10)
     # N = 3 messages, average length 2 terms; "apple" is in 2 of them (stemmed: "appl").
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
 
@@ -188,10 +188,11 @@ async def case_index_follows_edits_deletes_and_restarts(open_system):
     await restarted.sessions.delete_session(other)
     found = contents(await restarted.searcher.search({"query": "concert", "strategy": "keyword"}))
     assert found == []
-    rows = await restarted.query(
-        "SELECT count(*) AS n FROM search_terms WHERE session_id = ?", [other]
+    orphans = await restarted.query(
+        "SELECT count(*) AS n FROM search_terms t WHERE NOT EXISTS "
+        "(SELECT 1 FROM chat_messages m WHERE m.doc = t.doc)"
     )
-    assert rows == [{"n": 0}]
+    assert orphans == [{"n": 0}]  # no term rows left behind by the deletes
 
 
 async def case_composition_recalls_old_memories_within_a_budget(open_system):

@@ -433,7 +433,7 @@ async def case_a_damaged_snapshot_falls_back_to_the_records(open_system):
     await system.sessions.snapshot()
     await system.sessions.add_message(sid, {"role": "user", "content": "after"})
     await system.storage.set_item_raw(
-        "local:memory:snapshot:v2:chat_messages", b"not a snapshot at all"
+        "local:memory:snapshot:v3:chat_messages", b"not a snapshot at all"
     )
     restarted = await open_system(clock=Clock())
     contents = [m["content"] for m in await restarted.sessions.load_session_messages(sid)]

@@ -1,5 +1,6 @@
-"""``SearchQuery.filters`` as a SQL condition with bound parameters, applied before ranking."""
+"""``SearchQuery.filters`` as SQL with bound parameters, applied before ranking."""
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -19,23 +20,36 @@ class SearchFilters(BaseModel):
         return self
 
 
-def where(
-    filters: SearchFilters, user_id: str, m: str = "m", s: str = "s"
-) -> tuple[str, list[Any]]:
-    """Conditions on messages ``m`` joined to sessions ``s``: this user's sessions only, then
-    each filter given (an empty list matches nothing, as it says)."""
-    clauses, params = [f"{s}.user_id = ?"], [user_id]
+@dataclass(frozen=True)
+class Scope:
+    """Which messages (``m``) a search may see: a join to their sessions (``s``) when
+    a condition needs one, the condition, and its parameters."""
+
+    join: str
+    condition: str
+    params: list[Any]
+
+
+SESSIONS_JOIN = "JOIN chat_sessions s ON s.session_id = m.session_id"
+
+
+def scope(filters: SearchFilters, user_id: str, other_users: bool) -> Scope:
+    """This user's messages (no session join needed when the store holds no one else's),
+    narrowed by each filter given; an empty list matches nothing, as it says."""
+    clauses: list[str] = ["s.user_id = ?"] if other_users else []
+    params: list[Any] = [user_id] if other_users else []
     for column, values in (
-        (f"{m}.session_id", filters.session_ids),
-        (f"{s}.character_id", filters.character_ids),
-        (f"{m}.role", filters.roles),
+        ("m.session_id", filters.session_ids),
+        ("s.character_id", filters.character_ids),
+        ("m.role", filters.roles),
     ):
         if values is not None:
             if not values:
-                return "FALSE", []
+                return Scope("", "FALSE", [])
             clauses.append(f"{column} IN ({', '.join('?' for _ in values)})")
             params += list(values)
     if filters.date_range is not None:
         clauses.append("m.created_at BETWEEN ? AND ?")
         params += list(filters.date_range)
-    return " AND ".join(clauses), params
+    join = SESSIONS_JOIN if any(c.startswith("s.") for c in clauses) else ""
+    return Scope(join, " AND ".join(clauses) or "TRUE", params)

@@ -10,8 +10,9 @@ from collections import Counter
 from typing import Any
 
 from ..sql import SqlEngine
-from .filters import SearchFilters, where
-from .text import fold, terms
+from .filters import Scope
+from .messages import by_doc, hit
+from .text import fold, term_id, terms
 
 K1 = 1.2
 B = 0.75
@@ -19,73 +20,54 @@ PHRASE_BOOST = 1.5
 MAX_QUERY_TERMS = 32
 
 
-async def bm25(
-    sql: SqlEngine,
-    query: str,
-    filters: SearchFilters,
-    user_id: str,
-    limit: int,
-) -> list[dict[str, Any]]:
+async def bm25(sql: SqlEngine, query: str, scope: Scope, limit: int) -> list[dict[str, Any]]:
     """The top ``limit`` messages by BM25: ``{sessionId, record, score, matchedTerms, body}``."""
     counts = Counter(terms(query)[:MAX_QUERY_TERMS])
     if not counts:
         return []
-    condition, params = where(filters, user_id)
-    values = ", ".join("(?, ?)" for _ in counts)
-    query_params = [v for term, n in counts.items() for v in (term, n)]
-    phrase = fold(query).strip()
-    boost_phrase = len(counts) > 1 and bool(phrase)
+    names = {term_id(term): term for term in counts}
+    ids = ", ".join(str(i) for i in names)  # integers we made: safe to inline, and pushed down
+    values = ", ".join(f"({term_id(term)}, {n})" for term, n in counts.items())
     statement = f"""
         WITH q(term, qtf) AS (VALUES {values}),
         stats AS (SELECT count(*) AS n, greatest(avg(terms), 1) AS avgdl
                   FROM chat_messages WHERE terms > 0),
-        df AS (SELECT t.term, count(*) AS df FROM search_terms t JOIN q USING (term)
-               GROUP BY t.term),
-        ranked AS (
-            SELECT t.session_id, t.record,
-                   sum(q.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-                       * t.tf * {K1 + 1}
-                       / (t.tf + {K1} * (1 - {B} + {B} * m.terms / stats.avgdl))) AS score,
-                   list(t.term ORDER BY t.term) AS matched
-            FROM search_terms t
-            JOIN q USING (term)
-            JOIN df USING (term)
-            JOIN chat_messages m ON m.session_id = t.session_id AND m.record = t.record
-            JOIN chat_sessions s ON s.session_id = m.session_id,
-            stats
-            WHERE {condition}
-            GROUP BY t.session_id, t.record
-            ORDER BY score DESC
-            LIMIT ?)
-        SELECT r.session_id, r.record, r.matched, m.body,
-               r.score * (CASE WHEN ? AND contains(lower(strip_accents(m.text)), ?)
-                          THEN {PHRASE_BOOST} ELSE 1 END) AS score
-        FROM ranked r
-        JOIN chat_messages m ON m.session_id = r.session_id AND m.record = r.record
-        ORDER BY score DESC, m.created_at DESC
-        LIMIT ?"""
-    result = await sql.query(
-        statement,
-        [*query_params, *params, limit * 3 if boost_phrase else limit, boost_phrase, phrase, limit],
-    )
-    return [
-        {"sessionId": sid, "record": record, "score": float(score), "matchedTerms": list(matched),
-         "body": body}
-        for sid, record, matched, body, score in result.tuples()
-    ]  # fmt: skip
+        hits AS (SELECT doc, term, tf FROM search_terms WHERE term IN ({ids})),
+        df AS (SELECT term, count(*) AS df FROM hits GROUP BY term)
+        SELECT h.doc,
+               sum(q.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
+                   * h.tf * {K1 + 1}
+                   / (h.tf + {K1} * (1 - {B} + {B} * m.terms / stats.avgdl))) AS score,
+               list(h.term) AS matched
+        FROM hits h JOIN q USING (term) JOIN df USING (term)
+        JOIN chat_messages m ON m.doc = h.doc {scope.join}, stats
+        WHERE {scope.condition}
+        GROUP BY h.doc ORDER BY score DESC LIMIT ?"""
+    phrase = fold(query).strip()
+    boost_phrase = len(counts) > 1 and bool(phrase)
+    pool = limit * 3 if boost_phrase else limit
+    ranked = (await sql.query(statement, [*scope.params, pool])).tuples()
+    found = await by_doc(sql, [doc for doc, _, _ in ranked])
+    hits = [
+        hit(
+            found[doc],
+            score * (PHRASE_BOOST if boost_phrase and phrase in found[doc][2] else 1),
+            matchedTerms=sorted(names[t] for t in matched),
+        )
+        for doc, score, matched in ranked
+        if doc in found
+    ]
+    hits.sort(key=lambda h: -h["score"])
+    return hits[:limit]
 
 
-async def substring(
-    sql: SqlEngine, query: str, filters: SearchFilters, user_id: str, limit: int
-) -> list[dict[str, Any]]:
-    """The seed's ``searchMessages``: messages whose text contains ``query``, case
-    ignored, oldest first."""
-    condition, params = where(filters, user_id)
+async def substring(sql: SqlEngine, query: str, scope: Scope, limit: int) -> list[dict[str, Any]]:
+    """The seed's ``searchMessages``: messages whose text contains ``query``, case (and
+    accents) ignored, oldest first."""
     result = await sql.query(
-        f"""SELECT m.session_id, m.body FROM chat_messages m
-            JOIN chat_sessions s ON s.session_id = m.session_id
-            WHERE contains(lower(m.text), lower(?)) AND {condition}
+        f"""SELECT m.session_id, m.body FROM chat_messages m {scope.join}
+            WHERE contains(m.folded, ?) AND {scope.condition}
             ORDER BY m.created_at, m.session_id, m.seq LIMIT ?""",
-        [query, *params, limit],
+        [fold(query), *scope.params, limit],
     )
     return [{"sessionId": sid, "body": body} for sid, body in result.tuples()]

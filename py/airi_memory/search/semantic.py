@@ -12,6 +12,7 @@ The top-k scan is ``array_cosine_similarity`` in DuckDB, with the filters in the
 import asyncio
 import contextlib
 import json
+import math
 import struct
 import time
 from array import array
@@ -21,20 +22,19 @@ from typing import Any
 from ..errors import AiriMemoryError, InvalidValueError
 from ..sessions import SessionStore
 from .embeddings import Embedder
-from .filters import SearchFilters, where
+from .filters import Scope
+from .messages import by_doc, hit
 
 VECTORS = "local:memory:vectors"
 TABLE = "message_vectors"
+STAGING = "message_vectors_staging"
 EMBEDDED_ROLES = ("user", "assistant")
 SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batches fill up)
 RETRY_S = 30.0  # after a provider failure
 
 
-def vectors_table(dimensions: int) -> str:
-    return (
-        f"CREATE OR REPLACE TABLE {TABLE} "
-        f"(session_id VARCHAR, record VARCHAR, vec FLOAT[{dimensions}])"
-    )
+def vectors_table(name: str, keys: str, dimensions: int) -> str:
+    return f"CREATE OR REPLACE TABLE {name} ({keys}, vec FLOAT[{dimensions}])"
 
 
 def encode_batch(keys: list[tuple[str, str]], vectors: bytes, dimensions: int) -> bytes:
@@ -125,26 +125,30 @@ class VectorIndex:
         self.state = "loading"
         started = time.perf_counter()
         dims = self.config.dimensions
-        await self.sql.execute(vectors_table(dims))
+        await self.sql.execute(vectors_table(TABLE, "doc INTEGER", dims))
+        await self.sql.execute(vectors_table(STAGING, "session_id VARCHAR, record VARCHAR", dims))
+        await self.sessions.mirror.flush()
         for _, data in await self.sessions.storage.get_all(self.prefix, raw=True):
             keys, vectors, stored_dims = decode_batch(bytes(data))
             if stored_dims == dims and keys:
                 await self._insert(keys, vectors)
-        await self.sessions.mirror.flush()
-        await self.sql.execute(
-            f"DELETE FROM {TABLE} v WHERE NOT EXISTS (SELECT 1 FROM chat_messages m "
-            "WHERE m.session_id = v.session_id AND m.record = v.record)"
-        )
         self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
         self.load_ms = round((time.perf_counter() - started) * 1000, 1)
 
     async def _insert(self, keys: list[tuple[str, str]], vectors: bytes) -> None:
+        """Vectors by (session id, record) into the table by ``doc``: messages deleted
+        meanwhile (or before a reload) simply find no row to join."""
         columns = {"session_id": [k[0] for k in keys], "record": [k[1] for k in keys]}
-        await self.sql.insert_vectors(TABLE, columns, "vec", vectors, self.config.dimensions)
+        await self.sql.insert_vectors(STAGING, columns, "vec", vectors, self.config.dimensions)
+        await self.sql.execute(
+            f"INSERT INTO {TABLE} SELECT m.doc, v.vec FROM {STAGING} v JOIN chat_messages m "
+            "ON m.session_id = v.session_id AND m.record = v.record "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
+        )
+        await self.sql.execute(f"DELETE FROM {STAGING}")
 
-    _PENDING = f"""FROM chat_messages m WHERE m.text <> '' AND m.role IN {EMBEDDED_ROLES}
-        AND NOT EXISTS (SELECT 1 FROM {TABLE} v
-                        WHERE v.session_id = m.session_id AND v.record = m.record)"""
+    _PENDING = f"""FROM chat_messages m WHERE m.folded <> '' AND m.role IN {EMBEDDED_ROLES}
+        AND NOT EXISTS (SELECT 1 FROM {TABLE} v WHERE v.doc = m.doc)"""
 
     async def index_now(self) -> None:
         await self._loaded.wait()
@@ -167,7 +171,7 @@ class VectorIndex:
         while True:
             await self.sessions.mirror.flush()
             batch = await self.sql.query(
-                f"SELECT m.session_id, m.record, m.text {self._PENDING} "
+                f"SELECT m.session_id, m.record, m.folded {self._PENDING} "
                 "ORDER BY m.created_at DESC LIMIT ?",
                 [self.config.batch_size],
             )
@@ -197,40 +201,34 @@ class VectorIndex:
         self.query_embedding_ms = round((time.perf_counter() - started) * 1000, 1)
         return vector
 
-    async def nearest(
-        self, query: str, filters: SearchFilters, user_id: str, limit: int
-    ) -> list[dict[str, Any]]:
-        vector = await self.embed_query(query)
-        return await self.nearest_to(vector, filters, user_id, limit)
+    async def nearest(self, query: str, scope: Scope, limit: int) -> list[dict[str, Any]]:
+        return await self.nearest_to(await self.embed_query(query), scope, limit)
 
     async def nearest_to(
-        self, vector: list[float], filters: SearchFilters, user_id: str, limit: int
+        self, vector: list[float], scope: Scope, limit: int
     ) -> list[dict[str, Any]]:
-        if len(vector) != self.config.dimensions:
+        """Top ``limit`` by inner product with the query, normalised here: the stored
+        vectors are unit length, so that is cosine similarity, computed more cheaply."""
+        dims = self.config.dimensions
+        if len(vector) != dims:
             raise InvalidValueError(
-                f"the query vector has {len(vector)} dimensions; {self.config.model!r} has "
-                f"{self.config.dimensions}"
+                f"the query vector has {len(vector)} dimensions; {self.config.model!r} has {dims}"
             )
-        condition, params = where(filters, user_id)
-        literal = "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
-        result = await self.sql.query(
-            f"""WITH scored AS (
-                    SELECT v.session_id, v.record,
-                           array_cosine_similarity(v.vec, CAST(? AS FLOAT[{len(vector)}])) AS score
-                    FROM {TABLE} v
-                    JOIN chat_messages m ON m.session_id = v.session_id AND m.record = v.record
-                    JOIN chat_sessions s ON s.session_id = m.session_id
-                    WHERE {condition}
-                    ORDER BY score DESC LIMIT ?)
-                SELECT c.session_id, c.record, c.score, m.body FROM scored c
-                JOIN chat_messages m ON m.session_id = c.session_id AND m.record = c.record
-                ORDER BY c.score DESC""",
-            [literal, *params, limit],
+        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+        literal = "[" + ",".join(f"{x / norm:.7g}" for x in vector) + "]"
+        narrowed = scope.condition != "TRUE"
+        source = (
+            f"{TABLE} v JOIN chat_messages m ON m.doc = v.doc {scope.join} WHERE {scope.condition}"
+            if narrowed
+            else f"{TABLE} v"
         )
-        return [
-            {"sessionId": sid, "record": record, "score": float(score), "body": body}
-            for sid, record, score, body in result.tuples()
-        ]
+        ranked = await self.sql.query(
+            f"SELECT v.doc, array_inner_product(v.vec, CAST(? AS FLOAT[{dims}])) AS score "
+            f"FROM {source} ORDER BY score DESC LIMIT ?",
+            [literal, *scope.params, limit],
+        )
+        found = await by_doc(self.sql, [doc for doc, _ in ranked.tuples()])
+        return [hit(found[doc], float(score)) for doc, score in ranked.tuples() if doc in found]
 
     def status(self) -> dict[str, Any]:
         return {

@@ -19,7 +19,7 @@ from ..errors import InvalidValueError
 from ..models import DAY_MS, validate_or_raise
 from ..sessions import SessionStore
 from . import keyword
-from .filters import SearchFilters, where
+from .filters import Scope, SearchFilters, scope
 
 Strategy = Literal["keyword", "semantic", "relevant", "hybrid", "recent"]
 RRF_K = 60
@@ -60,12 +60,10 @@ class SearchQuery(BaseModel):
 class SemanticRetriever(Protocol):
     """The vector side (``search.semantic``), when embeddings are configured."""
 
-    async def nearest(
-        self, query: str, filters: SearchFilters, user_id: str, limit: int
-    ) -> list[dict[str, Any]]: ...
+    async def nearest(self, query: str, scope: Scope, limit: int) -> list[dict[str, Any]]: ...
 
     async def nearest_to(
-        self, vector: list[float], filters: SearchFilters, user_id: str, limit: int
+        self, vector: list[float], scope: Scope, limit: int
     ) -> list[dict[str, Any]]: ...
 
     def status(self) -> dict[str, Any]: ...
@@ -112,29 +110,29 @@ class Searcher:
         self, query: SearchQuery, strategy: str, want: int, found: dict[tuple[str, str], Any]
     ) -> None:
         pool = want * (1 if strategy in ("keyword", "semantic") else CANDIDATES)
-        user = self.sessions.user_id
+        where = self._scope(query.filters)
         if strategy != "semantic":
-            hits = await keyword.bm25(
-                self.sessions.mirror.sql, query.query, query.filters, user, pool
-            )
+            hits = await keyword.bm25(self.sessions.mirror.sql, query.query, where, pool)
             top = hits[0]["score"] if hits else 1.0
             for rank, hit in enumerate(hits):
                 self._merge(found, hit, "keyword", rank, hit["score"] / top)
         if strategy != "keyword" and self.semantic is not None:
             if query.vector is not None:
-                hits = await self.semantic.nearest_to(query.vector, query.filters, user, pool)
+                hits = await self.semantic.nearest_to(query.vector, where, pool)
             else:
-                hits = await self.semantic.nearest(query.query, query.filters, user, pool)
+                hits = await self.semantic.nearest(query.query, where, pool)
             for rank, hit in enumerate(hits):
                 self._merge(found, hit, "semantic", rank, max(hit["score"], 0.0))
 
+    def _scope(self, filters: SearchFilters) -> Scope:
+        return scope(filters, self.sessions.user_id, self.sessions.has_other_users())
+
     async def _recent(self, query: SearchQuery, limit: int) -> list[dict[str, Any]]:
-        condition, params = where(query.filters, self.sessions.user_id)
+        where = self._scope(query.filters)
         result = await self.sessions.mirror.sql.query(
-            f"""SELECT m.session_id, m.record, m.body FROM chat_messages m
-                JOIN chat_sessions s ON s.session_id = m.session_id WHERE {condition}
-                ORDER BY m.created_at DESC, m.seq DESC LIMIT ?""",
-            [*params, limit],
+            f"""SELECT m.session_id, m.record, m.body FROM chat_messages m {where.join}
+                WHERE {where.condition} ORDER BY m.created_at DESC, m.seq DESC LIMIT ?""",
+            [*where.params, limit],
         )
         return [{"sessionId": s, "record": r, "body": b} for s, r, b in result.tuples()]
 
@@ -209,7 +207,5 @@ class Searcher:
             raise InvalidValueError("searchMessages limit must be an integer from 1 to 10000")
         filters = validate_or_raise(SearchFilters, opts.get("filters") or {}, "filters")
         await self.sessions.mirror.flush()
-        hits = await keyword.substring(
-            self.sessions.mirror.sql, query, filters, self.sessions.user_id, limit
-        )
+        hits = await keyword.substring(self.sessions.mirror.sql, query, self._scope(filters), limit)
         return [{"sessionId": h["sessionId"], "message": json.loads(h["body"])} for h in hits]

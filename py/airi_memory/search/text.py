@@ -7,6 +7,7 @@ are indexed as overlapping character pairs, and single characters when a run is 
 character long, so "東京タワー" is found by "東京". Common English words are skipped.
 """
 
+import hashlib
 import re
 import unicodedata
 from collections import Counter
@@ -120,6 +121,13 @@ def terms(text: str, language: str = "english") -> list[str]:
 
 def term_counts(text: str, language: str = "english") -> Counter[str]:
     return Counter(terms(text, language))
+
+
+@lru_cache(maxsize=200_000)
+def term_id(term: str) -> int:
+    """A term as the index stores it: 64 bits of BLAKE2b (integers compare fast)."""
+    digest = hashlib.blake2b(term.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
 
 
 def _split_scripts(word: str) -> list[str]:

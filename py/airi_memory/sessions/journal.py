@@ -18,7 +18,7 @@ JOURNAL = "local:memory:journal"
 SNAPSHOT = "local:memory:snapshot"
 # Bumped when a snapshotted table changes shape: an older snapshot is then not read (the
 # mirror is rebuilt from the records once) and the next snapshot removes it.
-SNAPSHOT_VERSION = "v2"
+SNAPSHOT_VERSION = "v3"
 
 
 def snapshot_key(table: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..models import ChatHistoryItem, ChatSessionMeta
-from ..search.text import term_counts
+from ..search.text import fold, term_counts, term_id
 from ..sql import SqlEngine
 
 TAG_SEPARATOR = "\x1f"
@@ -26,27 +26,30 @@ SCHEMA = [
         session_id VARCHAR PRIMARY KEY, user_id VARCHAR, character_id VARCHAR, title VARCHAR,
         created_at BIGINT, updated_at BIGINT, pinned BOOLEAN, archived BOOLEAN, tags VARCHAR,
         parent_session_id VARCHAR, body VARCHAR)""",
+    # ``doc`` numbers messages inside this mirror (rebuilt at every start), so the search
+    # tables key on one integer; ``folded`` is the text, case and accents folded.
     """CREATE OR REPLACE TABLE chat_messages (
-        id VARCHAR, session_id VARCHAR, record VARCHAR, seq BIGINT, role VARCHAR,
-        created_at BIGINT, chars INTEGER, terms INTEGER, text VARCHAR, body VARCHAR)""",
-    # The keyword index: one row per (message, term), kept in step with chat_messages.
-    """CREATE OR REPLACE TABLE search_terms (
-        session_id VARCHAR, record VARCHAR, term VARCHAR, tf INTEGER)""",
+        doc INTEGER, id VARCHAR, session_id VARCHAR, record VARCHAR, seq BIGINT, role VARCHAR,
+        created_at BIGINT, chars INTEGER, terms INTEGER, folded VARCHAR, body VARCHAR)""",
+    # Searches rank by ``doc`` and then read the few winners by it: an index makes that a
+    # lookup instead of a scan of every message's text.
+    "CREATE INDEX chat_messages_doc ON chat_messages (doc)",
+    # The keyword index: one row per (message, term); terms as 64-bit hashes.
+    """CREATE OR REPLACE TABLE search_terms (doc INTEGER, term BIGINT, tf INTEGER)""",
     # Message vectors: filled by search.semantic (which re-creates it with its model's
     # dimensions); here so that deleting a message always deletes its vector too.
-    """CREATE OR REPLACE TABLE message_vectors (
-        session_id VARCHAR, record VARCHAR, vec FLOAT[384])""",
+    """CREATE OR REPLACE TABLE message_vectors (doc INTEGER, vec FLOAT[384])""",
 ]
-# Tables with a row per message (or per message part): deleted together.
-MESSAGE_TABLES = ("chat_messages", "search_terms", "message_vectors")
+# Tables keyed by ``doc`` that follow chat_messages: deleted before it, with it.
+DERIVED_TABLES = ("search_terms", "message_vectors")
 # Tables a snapshot carries (the session table is rebuilt from its records: it is small).
 SNAPSHOT_TABLES = ("chat_messages", "search_terms")
 SESSION_COLUMNS = (
     "session_id, user_id, character_id, title, created_at, updated_at, pinned, archived, "
     "tags, parent_session_id, body"
 )
-MESSAGE_COLUMNS = "id, session_id, record, seq, role, created_at, chars, terms, text, body"
-TERM_COLUMNS = "session_id, record, term, tf"
+MESSAGE_COLUMNS = "doc, id, session_id, record, seq, role, created_at, chars, terms, folded, body"
+TERM_COLUMNS = "doc, term, tf"
 
 
 def _tags(tags: Sequence[str]) -> str:
@@ -84,16 +87,23 @@ def stored_message_row(session_id: str, record: str, body: str) -> MessageRow:
     counts = term_counts(text)
     seq = int(record.split("-", 1)[0])
     values = [
-        message["id"], session_id, record, seq, message["role"], message["createdAt"],
-        len(text), sum(counts.values()), text, body,
-    ]  # fmt: skip
+        0,
+        message["id"],
+        session_id,
+        record,
+        seq,
+        message["role"],
+        message["createdAt"],
+        len(text),
+        sum(counts.values()),
+        fold(text),
+        body,
+    ]  # fmt: skip  (doc 0: the mirror numbers the row when it inserts it)
     return MessageRow(values, counts)
 
 
 def _term_rows(rows: Sequence[MessageRow]) -> list[list[Any]]:
-    return [
-        [row.values[1], row.values[2], term, tf] for row in rows for term, tf in row.counts.items()
-    ]
+    return [[row.values[0], term_id(term), tf] for row in rows for term, tf in row.counts.items()]
 
 
 def _columns(names: str, rows: Iterable[list[Any]]) -> dict[str, list[Any]]:
@@ -113,6 +123,7 @@ class SessionMirror:
         # A read that arrives while another read's flush is still writing must wait for
         # it, or it would miss rows that have left the buffer but are not in DuckDB yet.
         self._flushing = asyncio.Lock()
+        self._next_doc = 1
 
     async def create(self) -> None:
         """Fresh tables: the mirror is rebuilt from the durable records at every start."""
@@ -130,8 +141,23 @@ class SessionMirror:
 
     async def _insert_messages(self, rows: list[MessageRow]) -> None:
         if rows:
+            for row in rows:
+                row.values[0], self._next_doc = self._next_doc, self._next_doc + 1
             await self._insert("chat_messages", MESSAGE_COLUMNS, [r.values for r in rows])
             await self._insert("search_terms", TERM_COLUMNS, _term_rows(rows))
+
+    async def resume_numbering(self) -> None:
+        """After a snapshot was imported: new rows continue after its highest ``doc``."""
+        top = await self.sql.query("SELECT coalesce(max(doc), 0) AS top FROM chat_messages")
+        self._next_doc = int(top.scalar()) + 1
+
+    async def cluster_terms(self) -> None:
+        """Order ``search_terms`` by term, so a lookup skips the blocks that cannot match
+        (DuckDB's zone maps); done before each snapshot, which keeps the order."""
+        await self.flush()
+        await self.sql.execute(
+            "CREATE OR REPLACE TABLE search_terms AS SELECT * FROM search_terms ORDER BY term, doc"
+        )
 
     async def _delete_session_rows(self, session_ids: Sequence[str]) -> None:
         if len(session_ids) <= SMALL_FLUSH:
@@ -194,41 +220,34 @@ class SessionMirror:
         self.add_message(session_id, record, item)
 
     async def delete_message(self, session_id: str, record: str) -> None:
-        await self.flush()
-        for table in MESSAGE_TABLES:
-            await self.sql.execute(
-                f"DELETE FROM {table} WHERE session_id = ? AND record = ?", [session_id, record]
-            )
+        await self.delete_records([(session_id, record)])
 
     async def delete_records(self, records: Sequence[tuple[str, str]]) -> None:
-        """Delete many (session id, record) rows with one set-based statement."""
+        """Delete many (session id, record) messages, their terms and vectors with it."""
         await self.flush()
         if not records:
             return
+        match = "m.session_id = doomed.session_id AND m.record = doomed.record"
         await self._with_keys(
             {"session_id": [s for s, _ in records], "record": [r for _, r in records]},
             *(
-                f"DELETE FROM {t} USING doomed WHERE {t}.session_id = doomed.session_id "
-                f"AND {t}.record = doomed.record"
-                for t in MESSAGE_TABLES
+                f"DELETE FROM {t} USING chat_messages m, doomed WHERE {t}.doc = m.doc AND {match}"
+                for t in DERIVED_TABLES
             ),
+            "DELETE FROM chat_messages m USING doomed WHERE " + match,
         )
 
     async def delete_sessions(self, session_ids: Sequence[str]) -> None:
         await self.flush()
-        if len(session_ids) <= SMALL_FLUSH:
-            for session_id in session_ids:
-                for table in MESSAGE_TABLES:
-                    await self.sql.execute(
-                        f"DELETE FROM {table} WHERE session_id = ?", [session_id]
-                    )
-        else:
+        if session_ids:
             await self._with_keys(
                 {"session_id": list(session_ids)},
                 *(
-                    f"DELETE FROM {t} USING doomed WHERE {t}.session_id = doomed.session_id"
-                    for t in MESSAGE_TABLES
+                    f"DELETE FROM {t} USING chat_messages m, doomed WHERE {t}.doc = m.doc "
+                    "AND m.session_id = doomed.session_id"
+                    for t in DERIVED_TABLES
                 ),
+                "DELETE FROM chat_messages m USING doomed WHERE m.session_id = doomed.session_id",
             )
         await self._delete_session_rows(session_ids)
 

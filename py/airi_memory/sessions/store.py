@@ -126,6 +126,7 @@ class SessionStore:
             try:
                 for table, data in zip(SNAPSHOT_TABLES, snapshots, strict=True):
                     await self.mirror.sql.import_table(table, data)
+                await self.mirror.resume_numbering()
                 mark("importSnapshot")
                 await self._replay(await self.storage.get_all(JOURNAL))
                 mark("replayJournal")
@@ -164,7 +165,7 @@ class SessionStore:
 
         async def task() -> dict[str, Any]:
             await self._replay(await self.storage.get_all(JOURNAL), skip_applied=True)
-            await self.mirror.flush()
+            await self.mirror.cluster_terms()
             tables = [
                 (snapshot_key(t), await self.mirror.sql.export_table(t)) for t in SNAPSHOT_TABLES
             ]
@@ -327,6 +328,10 @@ class SessionStore:
             and set(tags) <= set(meta.tags)
         ]
         return [meta.to_wire() for meta in found[offset : offset + limit]]
+
+    def has_other_users(self) -> bool:
+        """Whether any stored session belongs to someone else (searches must then filter)."""
+        return any(meta.user_id != self.user_id for meta in self._metas.values())
 
     def meta(self, session_id: str) -> ChatSessionMeta | None:
         return self._metas.get(session_id)

@@ -1,0 +1,166 @@
+"""Search benchmarks at 100,000 stored messages: BM25 and substring, the vector scan (random
+vectors stand in for 100k real embeddings, which would take half an hour to compute
+here; the scan costs the same), hybrid, the renderer's memory; and background embedding
+with the real model, watching the main thread for long tasks."""
+
+import random
+from pathlib import Path
+
+from harness import blank_page, summarise
+
+SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "re",
+    "su",
+    "to",
+    "na",
+    "pe",
+    "di",
+    "gu",
+    "ba",
+    "fo",
+    "ze",
+    "ri",
+    "ma",
+    "no",
+    "shi",
+    "te",
+    "ku",
+    "ya",
+]
+
+
+def vocabulary(size: int = 3000, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    words = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+def corpus(sessions: int, per_session: int, seed: int = 11) -> list[list[str]]:
+    """Sentences of 8-24 words drawn with a Zipf-like skew, as real vocabularies are."""
+    rng = random.Random(seed)
+    words = vocabulary()
+    weights = [1 / (rank + 1) for rank in range(len(words))]
+    return [
+        [" ".join(rng.choices(words, weights, k=rng.randint(8, 24))) for _ in range(per_session)]
+        for _ in range(sessions)
+    ]
+
+
+BOOT = """async (options) => {
+    const { createMemorySystem } = await import('/airi-memory.mjs');
+    window.memory = await createMemorySystem({ userId: 'bench', retention: { enabled: false }, ...options });
+    return memory.ready;
+}"""
+
+FILL = """async (sessions) => {
+    for (let s = 0; s < sessions.length; s += 50) {
+        await memory.importSessions({ version: '1.0.0', exportedAt: Date.now(), sessions: sessions.slice(s, s + 50).map((texts, i) => ({
+            meta: { title: `session ${s + i}`, characterId: (s + i) % 3 ? 'airi' : 'neko' },
+            messages: texts.map((content, j) => ({ role: j % 2 ? 'assistant' : 'user', content, createdAt: 1767225600000 + (s + i) * 3600000 + j * 1000 })),
+        })) });
+    }
+    return await memory.diagnostics.fillVectors();
+}"""
+
+QUERIES = """async ({ keywords, substrings, n }) => {
+    const time = async (fn) => { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; };
+    const vector = () => Array.from({ length: 384 }, () => Math.random() - 0.5);
+    const out = { keyword: [], substring: [], semantic: [], hybrid: [], filtered: [], found: 0 };
+    for (let i = 0; i < n; i++) {
+        const query = keywords[i % keywords.length];
+        const [ms, r] = await time(() => memory.search({ query, strategy: 'keyword', limit: 10 }));
+        out.keyword.push(ms); out.found += r.results.length;
+        out.substring.push((await time(() => memory.searchMessages(substrings[i % substrings.length], { limit: 10 })))[0]);
+        out.semantic.push((await time(() => memory.search({ query: '', vector: vector(), strategy: 'semantic', limit: 10 })))[0]);
+        out.hybrid.push((await time(() => memory.search({ query, vector: vector(), strategy: 'hybrid', limit: 10 })))[0]);
+        out.filtered.push((await time(() => memory.search({ query, vector: vector(), strategy: 'relevant', limit: 10,
+            filters: { characterIds: ['neko'], roles: ['user'] } })))[0]);
+    }
+    return out;
+}"""
+
+QUERY_EMBEDDING = """async (n) => {
+    const times = [];
+    for (let i = 0; i < n; i++) {
+        await memory.search({ query: `what did I say about the garden ${i}?`, strategy: 'semantic', limit: 10 });
+        times.push((await memory.embeddingsStatus()).queryEmbeddingMs);
+    }
+    return times;
+}"""
+
+EMBED_RATE = """async (texts) => {
+    const longTasks = [];
+    new PerformanceObserver((list) => { for (const e of list.getEntries()) longTasks.push(e.duration); })
+        .observe({ type: 'longtask', buffered: false });
+    const { sessionId } = await memory.sessions.createSession({});
+    await memory.sessions.addMessage(sessionId, { role: 'user', content: 'warm up the model' });
+    await memory.indexEmbeddings();  // loads the model: not part of the rate
+    await memory.importSessions({ version: '1.0.0', exportedAt: Date.now(), sessions: [{ meta: { title: 'rate' },
+        messages: texts.map((content, i) => ({ role: i % 2 ? 'assistant' : 'user', content, createdAt: 1767225600000 + i })) }] });
+    const t = performance.now();
+    const status = await memory.indexEmbeddings();
+    const seconds = (performance.now() - t) / 1000;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return { rate: texts.length / seconds, indexed: status.indexed, longTasks };
+}"""
+
+
+def renderer_memory_mb() -> float:
+    """Resident memory of the largest Chromium renderer (the page and all its workers)."""
+    largest = 0
+    for proc in Path("/proc").iterdir():
+        try:
+            if b"--type=renderer" not in (proc / "cmdline").read_bytes():
+                continue
+            for line in (proc / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    largest = max(largest, int(line.split()[1]))
+        except (OSError, ValueError):
+            continue
+    return largest / 1024
+
+
+def run(browser, base_url: str) -> list[dict]:
+    rows = []
+    context = browser.new_context()
+    page = blank_page(context, base_url)
+    page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}})
+    before = renderer_memory_mb()
+    filled = page.evaluate(FILL, corpus(500, 200))
+    assert filled["vectors"] == 100_000, filled
+    words = vocabulary()
+    rng = random.Random(3)
+    keywords = [" ".join(rng.choices(words[:1500], k=rng.randint(1, 3))) for _ in range(50)]
+    substrings = [w[:5] for w in rng.choices(words, k=50)]
+    page.evaluate(QUERIES, {"keywords": keywords, "substrings": substrings, "n": 10})  # warm-up
+    result = page.evaluate(QUERIES, {"keywords": keywords, "substrings": substrings, "n": 100})
+    after = renderer_memory_mb()
+    embedding = page.evaluate(QUERY_EMBEDDING, 20)[2:]  # the first loads the model
+    loaded = renderer_memory_mb()
+    context.close()
+    rows += [
+        summarise("keyword (BM25) top-10 at 100k", result["keyword"]),
+        summarise("substring (searchMessages) at 100k", result["substring"]),
+        summarise("semantic top-10 over 100k x 384 (no query embedding)", result["semantic"]),
+        summarise("  the query's own embedding (MiniLM)", embedding),
+        summarise("hybrid top-10 at 100k", result["hybrid"]),
+        summarise("relevant top-10 with character+role filters", result["filtered"]),
+        summarise(
+            "renderer memory: empty / 100k + vectors / + model", [before, after, loaded], "MB"
+        ),
+    ]
+    context = browser.new_context()
+    page = blank_page(context, base_url)
+    page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}})
+    texts = [s for session in corpus(2, 160, seed=5) for s in session]
+    rate = page.evaluate(EMBED_RATE, texts)
+    context.close()
+    rows.append(summarise(f"background embedding, {len(texts)} messages", [rate["rate"]], "msg/s"))
+    tasks = rate["longTasks"] or [0.0]
+    rows.append(summarise(f"  main-thread long tasks meanwhile ({len(rate['longTasks'])})", tasks))
+    return rows
