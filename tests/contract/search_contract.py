@@ -256,12 +256,14 @@ async def use_toy_embeddings(system, model="toy", dimensions=48, fail=False):
     return calls
 
 
-async def settled(system, state="ready"):
+async def settled(system, state="ready", indexed=0):
+    """The embedding status once it reached ``state`` with ``indexed`` vectors at least."""
     import asyncio
 
     for _ in range(300):
         status = await system.embeddings_status()
-        if status["state"] == state and (state == "error" or not status["pending"]):
+        done = state == "error" or (not status["pending"] and status["indexed"] >= indexed)
+        if status["state"] == state and done:
             return status
         await asyncio.sleep(0.02)
     raise AssertionError(f"embeddings did not settle: {status}")
@@ -275,7 +277,7 @@ async def case_semantic_search_indexes_in_the_background_and_persists(open_syste
         characterId="airi",
     )  # fmt: skip
     second, added = await session_with(system, ["purple frog", ("system", "purple rules")])
-    status = await settled(system)
+    status = await settled(system, indexed=4)
     assert status["indexed"] == 4  # user and assistant messages; system prompts are not
     assert sum(calls) == 4  # each embedded once, in the background
     assert status["model"] == "toy" and status["dimensions"] == 48
@@ -300,7 +302,7 @@ async def case_semantic_search_indexes_in_the_background_and_persists(open_syste
     # Stored: a restart loads the vectors back and embeds nothing again.
     restarted = await open_system(**QUIET)
     calls_after = await use_toy_embeddings(restarted)
-    status = await settled(restarted)
+    status = await settled(restarted, indexed=4)
     assert status["indexed"] == 4 and calls_after == []
     again = await restarted.searcher.search(
         {"query": "purple elephant", "strategy": "semantic", "limit": 1}
@@ -316,14 +318,14 @@ async def case_a_new_model_never_mixes_vectors(open_system):
     system = await open_system(**QUIET)
     await use_toy_embeddings(system, "toy")
     await session_with(system, ["alpha beta", "gamma delta"])
-    await settled(system)
+    await settled(system, indexed=2)
     small = await use_toy_embeddings(system, "toy-small", 16)
-    status = await settled(system)
+    status = await settled(system, indexed=2)
     assert status["model"] == "toy-small" and status["indexed"] == 2 and sum(small) == 2
     shape = await system.query("SELECT array_length(vec) AS dims FROM message_vectors LIMIT 1")
     assert shape == [{"dims": 16}]
     back = await use_toy_embeddings(system, "toy")  # its stored vectors come back as they were
-    assert (await settled(system))["indexed"] == 2 and back == []
+    assert (await settled(system, indexed=2))["indexed"] == 2 and back == []
     keys = await system.storage.get_keys("local:memory:vectors")
     assert {k.split(":")[3] for k in keys} == {"custom-toy-48", "custom-toy-small-16"}
 
