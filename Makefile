@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_VENV := $(VENV)/.installed
 STAMP_NPM := node_modules/.installed
 
-.PHONY: demo dist test test-unit test-pyodide test-e2e bench lint format clean
+.PHONY: demo dist test test-unit test-pyodide test-e2e bench eval lint format clean
 
 $(STAMP_VENV): requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -33,6 +33,9 @@ test-unit: $(STAMP_VENV)
 
 bench: dist
 	$(PY) bench/run.py
+
+eval: dist
+	$(PY) bench/eval/run_eval.py
 
 lint: $(STAMP_VENV)
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .

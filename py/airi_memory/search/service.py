@@ -41,6 +41,9 @@ class RetrievalConfig(BaseModel):
     relevance_threshold: float = Field(default=0.7, alias="relevanceThreshold", ge=0, le=1)
     hybrid_weights: HybridWeights = Field(default_factory=HybridWeights, alias="hybridWeights")
     fusion: Literal["rrf", "scores"] = "rrf"
+    # How much a keyword match counts against a semantic one when they are fused (the
+    # semantic side weighs 1); tuned on bench/eval.
+    keyword_weight: float = Field(default=0.3, alias="keywordWeight", ge=0, le=1)
     recency_half_life_days: float = Field(default=30, alias="recencyHalfLifeDays", gt=0)
 
 
@@ -168,12 +171,15 @@ class Searcher:
                 continue
             if strategy in ("keyword", "semantic"):
                 relevance = hit["scores"].get(strategy, 0.0)
-            elif self.config.fusion == "rrf":
-                total = sum(1 / (RRF_K + rank + 1) for rank in hit["ranks"].values())
-                relevance = total / (len(relevance_retrievers) / (RRF_K + 1))
             else:
-                parts = [hit["scores"].get(r, 0.0) for r in relevance_retrievers]
-                relevance = sum(parts) / len(parts)
+                weights = {"keyword": self.config.keyword_weight, "semantic": 1.0}
+                used = {r: weights[r] for r in relevance_retrievers}
+                if self.config.fusion == "rrf":
+                    parts = {r: 1 / (RRF_K + rank + 1) for r, rank in hit["ranks"].items()}
+                    best = sum(used.values()) / (RRF_K + 1)  # first in every list
+                else:
+                    parts, best = hit["scores"], sum(used.values())
+                relevance = sum(w * parts.get(r, 0.0) for r, w in used.items()) / (best or 1)
             hit["scores"]["relevance"] = round(relevance, 6)
             if strategy == "hybrid":
                 w = self.config.hybrid_weights
