@@ -1,6 +1,11 @@
 """Search in Chromium with the real local model (all-MiniLM-L6-v2 on onnxruntime-web),
 served from our own origin; embeddings survive a reload without being computed again."""
 
+from pathlib import Path
+
+# The demo's search panel, for a person to look at (build/out is git-ignored).
+SCREENSHOT = Path(__file__).resolve().parents[2] / "build" / "out" / "demo-search.png"
+
 MEMORIES = [
     "I adopted a grey cat called Miso last spring.",
     "My favourite food is ramen with an extra egg.",
@@ -104,3 +109,33 @@ def test_keyword_search_filters_and_substring_from_the_page(web):
     assert result["substring"] == ["Open the settings page and pick a provider."]
     assert result["status"]["state"] == "off"
     assert result["bad"][0] == "InvalidValueError" and "dateRange" in result["bad"][1]
+
+
+def test_demo_search_panel_shows_progress_scores_and_terms(web):
+    page = web.page
+    page.goto(f"{web.base_url}/demo/")
+    page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
+    page.fill("#new-session-title", "Search me")
+    page.click("#new-session")
+    page.wait_for_selector("#session-list li.active button:has-text('Search me')")
+    for text in MEMORIES[:3]:
+        page.fill("#message-input", text)
+        page.click("#send-message")
+        page.wait_for_selector(f"#messages li:has-text('{text}')")
+    page.wait_for_function(
+        "document.getElementById('embedding-label').textContent.includes('3 of 3 messages embedded')",
+        timeout=120_000,
+    )
+    assert page.eval_on_selector("#embedding-progress", "bar => bar.value === bar.max")
+    page.fill("#search-query", "my favourite food")
+    page.select_option("#search-strategy", "relevant")
+    page.click("#search-button")
+    page.wait_for_selector("#search-results li")
+    first = page.text_content("#search-results li:first-child")
+    assert MEMORIES[1] in first and "semantic" in first and "terms: favourit, food" in first
+    page.check("input[name=search-role][value=assistant]")
+    page.click("#search-button")
+    page.wait_for_function(
+        "document.getElementById('search-output').textContent.startsWith('0 result')"
+    )
+    page.screenshot(path=str(SCREENSHOT), full_page=True)

@@ -2,6 +2,7 @@
 // in sessions, and see the prompt that would be sent.
 import { createMemorySystem } from "../airi-memory.mjs";
 import { mountPromptPanel } from "./prompt-panel.mjs";
+import { mountSearchPanel } from "./search-panel.mjs";
 import { mountSessionsPanel } from "./sessions-panel.mjs";
 
 const $ = (id) => document.getElementById(id);
@@ -87,6 +88,7 @@ async function main() {
   await renderMounts(memory);
   await mountSessionsPanel(memory);
   await mountPromptPanel(memory);
+  await mountSearchPanel(memory);
 }
 
 main().catch((error) => {
