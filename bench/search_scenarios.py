@@ -6,6 +6,7 @@ with the real model, watching the main thread for long tasks."""
 import random
 from pathlib import Path
 
+from eval import dataset as eval_dataset
 from harness import blank_page, summarise
 
 SYLLABLES = [
@@ -157,7 +158,8 @@ def run(browser, base_url: str) -> list[dict]:
     context = browser.new_context()
     page = blank_page(context, base_url)
     page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}})
-    texts = [s for session in corpus(2, 160, seed=5) for s in session]
+    sessions, _ = eval_dataset.build()  # English chat turns, as people write them
+    texts = [m["content"] for s in sessions for m in s["messages"]][:320]
     rate = page.evaluate(EMBED_RATE, texts)
     context.close()
     rows.append(summarise(f"background embedding, {len(texts)} messages", [rate["rate"]], "msg/s"))
