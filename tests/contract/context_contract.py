@@ -9,31 +9,7 @@ import asyncio
 from airi_memory.errors import ContextTooLongError, InvalidValueError, ProviderError
 from airi_memory.llm import LlmConfig
 from airi_memory.llm.providers import CallbackLlm
-
-DAY = 24 * 60 * 60 * 1000
-START = 1_767_225_600_000  # 2026-01-01T00:00:00Z
-QUIET = {"retention": {"enabled": False}, "context": {"datetime": False}}
-
-
-class Clock:
-    """A clock the test moves by hand (each reading adds 1 ms, so writes stay ordered)."""
-
-    def __init__(self, now=START):
-        self.now = now
-
-    def __call__(self):
-        self.now += 1
-        return self.now
-
-
-async def expect_error(kind, coroutine, *words):
-    try:
-        await coroutine
-    except kind as error:
-        for word in words:
-            assert word in str(error), f"{word!r} not in {error}"
-        return error
-    raise AssertionError(f"expected {kind.__name__}")
+from contract.common import DAY, QUIET, START, Clock, expect_error
 
 
 def context(source_type, content, **extra):

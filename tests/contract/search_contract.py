@@ -7,20 +7,7 @@ import math
 from airi_memory.errors import InvalidValueError
 from airi_memory.search.filters import SearchFilters, scope
 from airi_memory.search.keyword import bm25
-
-QUIET = {"retention": {"enabled": False}, "context": {"datetime": False}}
-START = 1_767_225_600_000
-DAY = 24 * 60 * 60 * 1000
-
-
-async def expect_error(kind, coroutine, *words):
-    try:
-        await coroutine
-    except kind as error:
-        for word in words:
-            assert word in str(error), f"{word!r} not in {error}"
-        return error
-    raise AssertionError(f"expected {kind.__name__}")
+from contract.common import DAY, QUIET, START, expect_error
 
 
 async def session_with(system, texts, **meta):

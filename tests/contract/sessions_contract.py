@@ -6,29 +6,7 @@ DuckDB mirror). Self-contained so that it runs inside Pyodide too.
 """
 
 from airi_memory.errors import InvalidValueError, NotFoundError
-
-DAY = 24 * 60 * 60 * 1000
-
-
-class Clock:
-    """A clock the test moves by hand."""
-
-    def __init__(self, now=1_767_225_600_000):
-        self.now = now
-
-    def __call__(self):
-        self.now += 1
-        return self.now
-
-
-async def expect_error(kind, coroutine, *words):
-    try:
-        await coroutine
-    except kind as error:
-        for word in words:
-            assert word in str(error), f"{word!r} not in {error}"
-        return error
-    raise AssertionError(f"expected {kind.__name__}")
+from contract.common import DAY, Clock, expect_error
 
 
 async def case_create_list_filter_and_paginate(open_system):

@@ -76,6 +76,19 @@ class RecordedPage:
     def evaluate(self, script: str, arg=None):
         return self.page.evaluate(script, arg)
 
+    def open_demo(self, session_title: str) -> None:
+        """The demo page, ready, with a new session of that title active."""
+        self.page.goto(f"{self.base_url}/demo/")
+        self.page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
+        self.page.fill("#new-session-title", session_title)
+        self.page.click("#new-session")
+        self.page.wait_for_selector(f"#session-list li.active button:has-text('{session_title}')")
+
+    def send_in_demo(self, text: str) -> None:
+        self.page.fill("#message-input", text)
+        self.page.click("#send-message")
+        self.page.wait_for_selector(f"#messages li:has-text('{text}')")
+
     def boot(self, user_id: str = "e2e") -> dict:
         """Create the memory system in the page as ``window.memory``; return its summary."""
         return self.evaluate(

@@ -160,15 +160,9 @@ def test_retention_from_the_page(web):
 
 def test_demo_prompt_preview_context_and_retention(web):
     page = web.page
-    page.goto(f"{web.base_url}/demo/")
-    page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
-    page.fill("#new-session-title", "Preview chat")
-    page.click("#new-session")
-    page.wait_for_selector("#session-list li.active button:has-text('Preview chat')")
+    web.open_demo("Preview chat")
     for text in ["hello there", "what is the weather like?", "tell me a story", "another one"]:
-        page.fill("#message-input", text)
-        page.click("#send-message")
-        page.wait_for_selector(f"#messages li:has-text('{text}')")
+        web.send_in_demo(text)
     page.wait_for_selector("#prompt-parts tr[data-kind=history]:has-text('another one')")
     kinds = page.eval_on_selector_all("#prompt-parts tr", "rows => rows.map(r => r.dataset.kind)")
     assert kinds == ["system", "context", "history", "history", "history", "history"]

@@ -181,14 +181,8 @@ def test_demo_page_shows_ready_and_writes_a_key(web):
 
 def test_demo_sessions_panel_creates_sends_exports_and_imports(web, tmp_path):
     page = web.page
-    page.goto(f"{web.base_url}/demo/")
-    page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
-    page.fill("#new-session-title", "Demo chat")
-    page.click("#new-session")
-    page.wait_for_selector("#session-list li.active button:has-text('Demo chat')")
-    page.fill("#message-input", "hello from the demo")
-    page.click("#send-message")
-    page.wait_for_selector("#messages li:has-text('hello from the demo')")
+    web.open_demo("Demo chat")
+    web.send_in_demo("hello from the demo")
     assert page.text_content("#messages li:first-child .role") == "system"
     with page.expect_download() as download_info:
         page.click("#export-sessions")

@@ -113,15 +113,9 @@ def test_keyword_search_filters_and_substring_from_the_page(web):
 
 def test_demo_search_panel_shows_progress_scores_and_terms(web):
     page = web.page
-    page.goto(f"{web.base_url}/demo/")
-    page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
-    page.fill("#new-session-title", "Search me")
-    page.click("#new-session")
-    page.wait_for_selector("#session-list li.active button:has-text('Search me')")
+    web.open_demo("Search me")
     for text in MEMORIES[:3]:
-        page.fill("#message-input", text)
-        page.click("#send-message")
-        page.wait_for_selector(f"#messages li:has-text('{text}')")
+        web.send_in_demo(text)
     page.wait_for_function(
         "document.getElementById('embedding-label').textContent.includes('3 of 3 messages embedded')",
         timeout=120_000,

@@ -12,14 +12,16 @@ CONTRACTS = {
     module.__name__.rsplit(".", 1)[1]: module
     for module in (sessions_contract, context_contract, search_contract)
 }
-SOURCES = {
-    name: (Path(__file__).parent.parent / "contract" / f"{name}.py").read_text()
-    for name in CONTRACTS
-}
+FOLDER = Path(__file__).parent.parent / "contract"
+SOURCES = {name: (FOLDER / f"{name}.py").read_text() for name in CONTRACTS}
+COMMON = (FOLDER / "common.py").read_text()
 
 
 @run_in_pyodide(packages=["airi-memory"])
-async def run_case(selenium, source: str, filename: str, case_name: str) -> str:
+async def run_case(selenium, common: str, source: str, filename: str, case_name: str) -> str:
+    import sys
+    import types
+
     from js import Object, airiHost
     from pyodide.ffi import to_js
 
@@ -30,6 +32,11 @@ async def run_case(selenium, source: str, filename: str, case_name: str) -> str:
     from airi_memory.storage import MemoryDriver, Storage
     from airi_memory.storage.indexeddb import IndexedDbDriver
 
+    # The contracts import contract.common: give Pyodide that module from its source.
+    package, shared = types.ModuleType("contract"), types.ModuleType("contract.common")
+    package.__path__ = []
+    exec(compile(common, "common.py", "exec"), shared.__dict__)
+    sys.modules.update({"contract": package, "contract.common": shared})
     namespace: dict = {}
     exec(compile(source, filename, "exec"), namespace)
     await airiHost.idb.open("keyval-store", "keyval").clear("")
@@ -69,5 +76,5 @@ CASES = [(name, case) for name, module in CONTRACTS.items() for case in module.C
 
 @pytest.mark.parametrize(("contract", "case"), CASES, ids=lambda v: getattr(v, "__name__", v))
 def test_contract_in_pyodide(browser_host, contract, case):
-    result = run_case(browser_host, SOURCES[contract], f"{contract}.py", case.__name__)
+    result = run_case(browser_host, COMMON, SOURCES[contract], f"{contract}.py", case.__name__)
     assert result == case.__name__
