@@ -65,6 +65,7 @@ FILL = """async (sessions) => {
             messages: texts.map((content, j) => ({ role: j % 2 ? 'assistant' : 'user', content, createdAt: 1767225600000 + (s + i) * 3600000 + j * 1000 })),
         })) });
     }
+    await memory.sessions.snapshot();  // as a store that has lived a while: terms clustered
     return await memory.diagnostics.fillVectors();
 }"""
 
