@@ -131,6 +131,7 @@ def run(browser, base_url: str) -> list[dict]:
     rows = []
     context = browser.new_context()
     page = blank_page(context, base_url)
+    blank = renderer_memory_mb()
     page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}})
     before = renderer_memory_mb()
     filled = page.evaluate(FILL, corpus(500, 200))
@@ -152,9 +153,10 @@ def run(browser, base_url: str) -> list[dict]:
         summarise("  the query's own embedding (MiniLM)", embedding),
         summarise("hybrid top-10 at 100k", result["hybrid"]),
         summarise("relevant top-10 with character+role filters", result["filtered"]),
-        summarise(
-            "renderer memory: empty / 100k + vectors / + model", [before, after, loaded], "MB"
-        ),
+        summarise("renderer memory: blank page", [blank], "MB"),
+        summarise("  booted, empty store", [before], "MB"),
+        summarise("  100k messages + 100k vectors", [after], "MB"),
+        summarise("  ... and the model loaded", [loaded], "MB"),
     ]
     context = browser.new_context()
     page = blank_page(context, base_url)
