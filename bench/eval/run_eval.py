@@ -93,13 +93,11 @@ def main() -> None:
         browser.close()
     server.shutdown()
     print(f"{len(questions)} questions, {sum(len(s['messages']) for s in sessions)} messages")
-    print(
-        f"{'retriever':<20} {'questions':<11}"
-        + "".join(f"{m:>10}" for m in results["keyword"]["all"])
-    )
+    header = "".join(f"{m:>10}" for m in results["keyword"]["all"])
+    print(f"{'retriever':<36} {'questions':<11}{header}")
     for name, by_kind in results.items():
         for kind, scores in by_kind.items():
-            print(f"{name:<20} {kind:<11}" + "".join(f"{v:>10.3f}" for v in scores.values()))
+            print(f"{name:<36} {kind:<11}" + "".join(f"{v:>10.3f}" for v in scores.values()))
     out = ROOT / "bench" / "results" / "eval.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
