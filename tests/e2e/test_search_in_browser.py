@@ -133,3 +133,34 @@ def test_demo_search_panel_shows_progress_scores_and_terms(web):
         "document.getElementById('search-output').textContent.startsWith('0 result')"
     )
     page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+
+def test_an_app_supplied_embedding_function(web):
+    web.open_harness()
+    result = web.evaluate(
+        """async () => {
+            const { createMemorySystem } = await import('/airi-memory.mjs');
+            const asked = [];
+            // A stand-in model from the app: letters counted into 26 dimensions.
+            const embed = async ({ texts, model }) => {
+                asked.push([model, texts.length]);
+                return texts.map((text) => Array.from({ length: 26 }, (_, i) =>
+                    [...text.toLowerCase()].filter((c) => c.charCodeAt(0) - 97 === i).length));
+            };
+            window.memory = await createMemorySystem({ userId: 'e2e',
+                embeddings: { provider: 'custom', model: 'letters', dimensions: 26, embed } });
+            const { sessionId } = await memory.sessions.createSession({});
+            for (const content of ['aaaa bbbb', 'zzzz yyyy']) await memory.sessions.addMessage(sessionId, { role: 'user', content });
+            for (let i = 0; i < 100; i++) {
+                const status = await memory.embeddingsStatus();
+                if (status.state === 'ready' && status.indexed === 2) break;
+                await new Promise((resolve) => setTimeout(resolve, 50));
+            }
+            const found = await memory.search({ query: 'zzz', strategy: 'semantic', limit: 1 });
+            return { asked, status: await memory.embeddingsStatus(), top: found.results[0].message.content };
+        }"""
+    )
+    assert result["top"] == "zzzz yyyy"
+    assert result["status"]["provider"] == "custom" and result["status"]["indexed"] == 2
+    assert result["asked"][0][0] == "letters" and sum(n for _, n in result["asked"]) == 3
+    assert not model_requests(web)  # the local model was never fetched
