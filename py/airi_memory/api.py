@@ -24,13 +24,9 @@ from .policy import (
     Summarizer,
     apply_message_retention,
     apply_retention_policy,
+    scheduled_retention,
 )
-from .search.embeddings import (
-    CallbackEmbedder,
-    Embedder,
-    EmbeddingConfig,
-    OpenAiEmbedder,
-)
+from .search.embeddings import Embedder, EmbeddingConfig, make_embedder
 from .search.semantic import VectorIndex
 from .search.service import Searcher
 from .sessions import SessionStore
@@ -262,27 +258,12 @@ class MemorySystem:
         return {"encodings": self.tokens.encodings(), **self.tokens.stats()}
 
     # --- embeddings -----------------------------------------------------------------
-    def _embedder(self, config: EmbeddingConfig) -> Embedder | None:
-        if config.provider == "none":
-            self.embeddings_note = "embeddings are turned off (provider 'none')"
-            return None
-        if config.provider == "local":
-            if self.ports.local_embedder is None:
-                self.embeddings_note = "this host has no local embedding model"
-                return None
-            return self.ports.local_embedder(config)
-        if config.provider == "openai":
-            if self.ports.http is None:
-                raise InvalidValueError("this host has no HTTP transport for embeddings")
-            return OpenAiEmbedder(config, self.ports.http)
-        call_app = self.ports.call_app
-        if call_app is None:
-            raise InvalidValueError("provider 'custom' needs an embed function from the app")
-        return CallbackEmbedder(config, lambda request: call_app("embed", request))
 
     def _configure_embeddings(self, config: EmbeddingConfig) -> None:
-        self.embeddings_note = None
-        embedder = self._embedder(config)
+        ports = self.ports
+        embedder, self.embeddings_note = make_embedder(
+            config, ports.local_embedder, ports.http, ports.call_app
+        )
         self.vectors = VectorIndex(self.sessions, embedder, self.ports.emit) if embedder else None
         self.searcher.semantic = self.vectors
         if self.vectors is not None:
@@ -356,40 +337,10 @@ class MemorySystem:
         return validate_or_raise(model, {**default.to_wire(), **raw}, model.__name__)
 
     async def _scheduled_retention(self) -> dict[str, Any]:
-        """What the scheduler runs: the session policy, the message policy if the app set
-        one, and summaries that failed before and are due again."""
-        report: dict[str, Any] = {
-            "sessions": await apply_retention_policy(self.sessions, self.options.retention.policy)
-        }
-        message_policy = self.options.retention.message_policy
-        done: set[str] = set()
-        report["messages"] = []
-        if message_policy is not None:
-            counts = await self.sessions.mirror.message_counts()
-            limit = min(message_policy.summary_threshold, message_policy.max_messages_per_session)
-            for meta in self.sessions.own_sessions():
-                if counts.get(meta.session_id, 0) > limit:
-                    done.add(meta.session_id)
-                    report["messages"].append(
-                        await apply_message_retention(
-                            self.sessions, self.summarizer, meta.session_id, message_policy
-                        )
-                    )
-        report["retried"] = []
-        for session_id in self.summarizer.due_retries():
-            if await self.sessions.get_session(session_id) is None:
-                self.summarizer.failures.pop(session_id, None)
-                continue
-            if session_id in done:
-                continue
-            threshold = self.summarizer.failures[session_id]["threshold"]
-            try:
-                await self.summarizer.summarize_old_context(session_id, threshold)
-                report["retried"].append({"sessionId": session_id, "ok": True})
-            except AiriMemoryError as error:
-                failed = {"sessionId": session_id, "ok": False, "error": str(error)}
-                report["retried"].append(failed)
-        return report
+        retention = self.options.retention
+        return await scheduled_retention(
+            self.sessions, self.summarizer, retention.policy, retention.message_policy
+        )
 
     async def _retention_status(self) -> dict[str, Any]:
         return self.scheduler.status()

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ..context.compose import is_summary
-from ..errors import ProviderError
+from ..errors import AiriMemoryError, ProviderError
 from ..models import MessageRetentionPolicy, RetentionPolicy
 from ..sessions import SessionStore
 from .summarize import Summarizer
@@ -102,3 +102,42 @@ def _follows(messages: list[dict[str, Any]], index: int, doomed: list[str]) -> b
         if earlier.get("role") != "tool":
             return earlier["id"] in doomed
     return False
+
+
+async def scheduled_retention(
+    sessions: SessionStore,
+    summarizer: Summarizer,
+    policy: RetentionPolicy,
+    message_policy: MessageRetentionPolicy | None,
+) -> dict[str, Any]:
+    """What the scheduler runs: the session policy, the message policy if the app set
+    one, and summaries that failed before and are due again."""
+    report: dict[str, Any] = {"sessions": await apply_retention_policy(sessions, policy)}
+    done: set[str] = set()
+    report["messages"] = []
+    if message_policy is not None:
+        counts = await sessions.mirror.message_counts()
+        limit = min(message_policy.summary_threshold, message_policy.max_messages_per_session)
+        for meta in sessions.own_sessions():
+            if counts.get(meta.session_id, 0) > limit:
+                done.add(meta.session_id)
+                report["messages"].append(
+                    await apply_message_retention(
+                        sessions, summarizer, meta.session_id, message_policy
+                    )
+                )
+    report["retried"] = []
+    for session_id in summarizer.due_retries():
+        if await sessions.get_session(session_id) is None:
+            summarizer.failures.pop(session_id, None)
+            continue
+        if session_id in done:
+            continue
+        threshold = summarizer.failures[session_id]["threshold"]
+        try:
+            await summarizer.summarize_old_context(session_id, threshold)
+            report["retried"].append({"sessionId": session_id, "ok": True})
+        except AiriMemoryError as error:
+            failed = {"sessionId": session_id, "ok": False, "error": str(error)}
+            report["retried"].append(failed)
+    return report

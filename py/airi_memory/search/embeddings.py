@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
-from ..errors import ProviderError
+from ..errors import InvalidValueError, ProviderError
 from ..llm.transport import HttpTransport
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
@@ -119,3 +119,25 @@ class CallbackEmbedder(Embedder):
         if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
             raise ProviderError("the app's embedding function must return a list of number lists")
         return self.checked(rows, len(texts))
+
+
+def make_embedder(
+    config: EmbeddingConfig,
+    local: Callable[[EmbeddingConfig], Embedder] | None,
+    transport: HttpTransport | None,
+    call_app: Callable[[str, Any], Awaitable[Any]] | None,
+) -> tuple[Embedder | None, str | None]:
+    """The embedder a configuration asks for, or None and why there is none."""
+    if config.provider == "none":
+        return None, "embeddings are turned off (provider 'none')"
+    if config.provider == "local":
+        if local is None:
+            return None, "this host has no local embedding model"
+        return local(config), None
+    if config.provider == "openai":
+        if transport is None:
+            raise InvalidValueError("this host has no HTTP transport for embeddings")
+        return OpenAiEmbedder(config, transport), None
+    if call_app is None:
+        raise InvalidValueError("provider 'custom' needs an embed function from the app")
+    return CallbackEmbedder(config, lambda request: call_app("embed", request)), None
