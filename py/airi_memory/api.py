@@ -154,6 +154,7 @@ class MemorySystem:
         )
         system = cls(storage, sql, options, sessions, ports or HostPorts())
         system._configure_embeddings(options.embeddings)
+        await system.summarizer.load()
         if options.retention.enabled:
             system.scheduler.start(run_now=options.retention.run_at_start)
         return system

@@ -418,6 +418,10 @@ async def case_failed_summaries_lose_nothing_and_are_retried(open_system):
     assert system.summarizer.due_retries() == []  # not before its time
     clock.now += 61_000
     assert system.summarizer.due_retries() == [sid]
+    # The pending retry is stored: a reload still knows it.
+    reloaded = await open_system(clock=clock, **QUIET)
+    assert reloaded.summarizer.due_retries() == [sid]
+    assert reloaded.summarizer.failures[sid]["threshold"] == 3
     report = await system.scheduler.exclusive(system._scheduled_retention)
     assert report["retried"] == [
         {"sessionId": sid, "ok": False, "error": "the app's LLM callback failed: model overloaded"}

@@ -129,7 +129,7 @@ async def scheduled_retention(
     report["retried"] = []
     for session_id in summarizer.due_retries():
         if await sessions.get_session(session_id) is None:
-            summarizer.failures.pop(session_id, None)
+            await summarizer.forget(session_id)
             continue
         if session_id in done:
             continue

@@ -44,9 +44,22 @@ class Summarizer:
         self.sessions = sessions
         self.provider = provider
         self.clock = clock
-        # Sessions whose last attempt failed: {attempts, error, retryAt}.
+        # Sessions whose last attempt failed: {attempts, error, retryAt, threshold}; stored,
+        # so that a reload still retries them.
         self.failures: dict[str, dict[str, Any]] = {}
+        self.failures_key = f"local:memory:summary-retries:{sessions.user_id}"
         self._locks: dict[str, asyncio.Lock] = {}
+
+    async def load(self) -> None:
+        stored = await self.sessions.storage.get_item(self.failures_key)
+        self.failures = stored if isinstance(stored, dict) else {}
+
+    async def _save(self) -> None:
+        await self.sessions.storage.set_item(self.failures_key, self.failures)
+
+    async def forget(self, session_id: str) -> None:
+        if self.failures.pop(session_id, None) is not None:
+            await self._save()
 
     def due_retries(self) -> list[str]:
         now = self.clock()
@@ -61,12 +74,12 @@ class Summarizer:
             try:
                 report = await self._summarize(session_id, threshold)
             except ProviderError as error:
-                self._failed(session_id, error, threshold)
+                await self._failed(session_id, error, threshold)
                 raise
-        self.failures.pop(session_id, None)
+        await self.forget(session_id)
         return report
 
-    def _failed(self, session_id: str, error: Exception, threshold: int) -> None:
+    async def _failed(self, session_id: str, error: Exception, threshold: int) -> None:
         attempts = self.failures.get(session_id, {}).get("attempts", 0) + 1
         delay = min(RETRY_FIRST_MS * 2 ** (attempts - 1), RETRY_MAX_MS)
         self.failures[session_id] = {
@@ -75,6 +88,7 @@ class Summarizer:
             "retryAt": self.clock() + delay,
             "threshold": threshold,
         }
+        await self._save()
 
     async def _summarize(self, session_id: str, threshold: int) -> dict[str, Any]:
         messages = await self.sessions.load_session_messages(session_id)
