@@ -154,6 +154,12 @@ async def case_thresholds_and_strategies(open_system):
     excluded = await search({"query": "river boat", "strategy": "keyword",
                              "excludeIds": [every["results"][0]["message"]["id"]]})  # fmt: skip
     assert "river boat trip" not in contents(excluded)
+    # Exclusions that fill the first page: the search looks further instead of coming
+    # back empty.
+    top_two = [hit["message"]["id"] for hit in every["results"][:2]]
+    third = await search({"query": "river boat", "strategy": "keyword", "limit": 1,
+                          "excludeIds": top_two})  # fmt: skip
+    assert contents(third) == contents(every)[2:3]
 
 
 async def case_index_follows_edits_deletes_and_restarts(open_system):

@@ -250,7 +250,7 @@ class Composer:
                 "prompt, context and summary"
             )
 
-        out = [sendable(m) for _, _, m in fixed if m is not None]
+        out = [sendable(m) for _, _, m in fixed]
         out += [message for unit in kept for message in unit.sent]
         tokens = {kind: 0 for kind in _KINDS}
         for (kind, _, _), cost in zip(fixed, fixed_costs, strict=True):

@@ -33,13 +33,16 @@ async def recall_memories(
          "threshold": recall.threshold, "filters": filters, "excludeIds": in_window}
     )  # fmt: skip
     budget = recall.max_tokens or max(composed["tokens"]["budget"] // 10, 1)
-    lines, kept = [RECALL_HEADING], []
-    for hit in found["results"]:
-        line = _line(hit)
-        (cost,) = await tokens.count(composed["encoding"], ["\n".join([*lines, line])])
-        if cost > budget:
+    lines = [_line(hit) for hit in found["results"]]
+    # One count for the heading and every line (one call, not one per line); each newline
+    # joining them costs about a token.
+    costs = await tokens.count(composed["encoding"], [RECALL_HEADING, *lines])
+    used, kept_lines, kept = costs[0], [RECALL_HEADING], []
+    for hit, line, cost in zip(found["results"], lines, costs[1:], strict=True):
+        if used + cost + 1 > budget:
             break
-        lines.append(line)
+        used += cost + 1
+        kept_lines.append(line)
         kept.append(
             {
                 "messageId": hit["message"]["id"],
@@ -47,7 +50,7 @@ async def recall_memories(
                 "score": hit["score"],
             }
         )
-    return ("\n".join(lines) if kept else None), kept
+    return ("\n".join(kept_lines) if kept else None), kept
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str:

@@ -7,33 +7,24 @@ protocol) becomes one ``ProviderError`` that says which.
 """
 
 import asyncio
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, Field
 
 from ..errors import ProviderError
+from .openai_protocol import ProviderConfig, post
 from .transport import HttpTransport
 
 Callback = Callable[[dict[str, Any]], Awaitable[Any]]
 
 
-class LlmConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+class LlmConfig(ProviderConfig):
     provider: Literal["openai", "callback"]
-    base_url: str = Field(default="https://api.openai.com/v1", alias="baseUrl", min_length=1)
     model: str = Field(default="gpt-4o-mini", min_length=1, max_length=128)
-    api_key: SecretStr | None = Field(default=None, alias="apiKey")
-    timeout_ms: int = Field(default=30_000, alias="timeoutMs", ge=100, le=600_000)
     # The summariser sends at most this many (estimated) tokens of conversation per call.
     max_input_tokens: int = Field(default=12_000, alias="maxInputTokens", ge=500)
-
-    def public(self) -> dict[str, Any]:
-        """The configuration as it may be shown: everything but the key."""
-        shown = self.model_dump(by_alias=True, exclude={"api_key"})
-        return {**shown, "apiKey": "set" if self.api_key else None}
 
 
 class LlmProvider(ABC):
@@ -70,26 +61,12 @@ class OpenAiChat(LlmProvider):
         self.url = config.base_url.rstrip("/") + "/chat/completions"
 
     async def complete(self, messages: list[dict[str, Any]]) -> str:
-        headers = {"Content-Type": "application/json"}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key.get_secret_value()}"
-        body = json.dumps(
-            {"model": self.config.model, "messages": messages, "temperature": 0.2},
-            ensure_ascii=False,
-        )
-        reply = await self.transport.post_json(
-            self.url, headers, body, self.config.timeout_ms / 1000
-        )
-        if reply.status != 200:
-            raise ProviderError(f"{self.url} answered HTTP {reply.status}: {reply.text[:200]}")
-        try:
-            completion = _Completion.model_validate_json(reply.text)
-        except ValidationError as error:
-            where = ".".join(str(p) for p in error.errors()[0]["loc"]) or "body"
-            raise ProviderError(
-                f"{self.url} sent a reply that is not a chat completion (at {where!r}: "
-                f"{error.errors()[0]['msg']}): {reply.text[:120]!r}"
-            ) from None
+        body = {"model": self.config.model, "messages": messages, "temperature": 0.2}
+        config = self.config
+        completion = await post(
+            self.transport, self.url, config.api_key, body, config.timeout_ms, _Completion,
+            "a chat completion",
+        )  # fmt: skip
         return completion.choices[0].message.content.strip()
 
 

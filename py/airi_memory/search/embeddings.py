@@ -3,32 +3,29 @@ default), ``openai`` (any OpenAI-compatible ``/embeddings`` endpoint) and ``cust
 function the app supplies). Vectors travel as float32 bytes, row after row, and are
 L2-normalised here, so cosine similarity is their dot product whatever the source."""
 
-import json
+import asyncio
 import math
 from abc import ABC, abstractmethod
 from array import array
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, Field
 
 from ..errors import InvalidValueError, ProviderError
+from ..llm.openai_protocol import ProviderConfig, post
 from ..llm.transport import HttpTransport
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384
 
 
-class EmbeddingConfig(BaseModel):
+class EmbeddingConfig(ProviderConfig):
     """The seed's ``EmbeddingConfig`` (provider, model, dimensions) and what a provider needs."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
     provider: Literal["local", "openai", "custom", "none"] = "local"
     model: str = Field(default=LOCAL_MODEL, min_length=1, max_length=128)
     dimensions: int = Field(default=LOCAL_DIMENSIONS, ge=8, le=4096)
-    base_url: str = Field(default="https://api.openai.com/v1", alias="baseUrl")
-    api_key: SecretStr | None = Field(default=None, alias="apiKey")
-    timeout_ms: int = Field(default=30_000, alias="timeoutMs", ge=100, le=600_000)
     batch_size: int = Field(default=16, alias="batchSize", ge=1, le=256)
     # Embed new messages as they arrive (default), or only when the app asks (indexNow).
     background_indexing: bool = Field(default=True, alias="backgroundIndexing")
@@ -38,10 +35,6 @@ class EmbeddingConfig(BaseModel):
         """Names this model's vectors in storage: two models' vectors never mix."""
         safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in self.model)
         return f"{self.provider}-{safe}-{self.dimensions}"
-
-    def public(self) -> dict[str, Any]:
-        shown = self.model_dump(by_alias=True, exclude={"api_key"})
-        return {**shown, "apiKey": "set" if self.api_key else None}
 
 
 class Embedder(ABC):
@@ -86,21 +79,13 @@ class OpenAiEmbedder(Embedder):
         self.url = config.base_url.rstrip("/") + "/embeddings"
 
     async def embed(self, texts: list[str]) -> bytes:
-        headers = {"Content-Type": "application/json"}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key.get_secret_value()}"
-        body = {"model": self.config.model, "input": texts}
-        reply = await self.transport.post_json(
-            self.url, headers, json.dumps(body, ensure_ascii=False), self.config.timeout_ms / 1000
-        )
-        if reply.status != 200:
-            raise ProviderError(f"{self.url} answered HTTP {reply.status}: {reply.text[:200]}")
-        try:
-            items = sorted(_Embeddings.model_validate_json(reply.text).data, key=lambda i: i.index)
-        except ValidationError:
-            raise ProviderError(
-                f"{self.url} sent a reply that is not an embeddings list: {reply.text[:120]!r}"
-            ) from None
+        config = self.config
+        body = {"model": config.model, "input": texts}
+        reply = await post(
+            self.transport, self.url, config.api_key, body, config.timeout_ms, _Embeddings,
+            "an embeddings list",
+        )  # fmt: skip
+        items = sorted(reply.data, key=lambda item: item.index)
         return self.checked([item.embedding for item in items], len(texts))
 
 
@@ -112,8 +97,13 @@ class CallbackEmbedder(Embedder):
         self.callback = callback
 
     async def embed(self, texts: list[str]) -> bytes:
+        request = {"texts": texts, "model": self.config.model}
         try:
-            rows = await self.callback({"texts": texts, "model": self.config.model})
+            rows = await asyncio.wait_for(self.callback(request), self.config.timeout_ms / 1000)
+        except TimeoutError:
+            raise ProviderError(
+                f"the app's embedding function did not answer within {self.config.timeout_ms} ms"
+            ) from None
         except Exception as error:
             raise ProviderError(f"the app's embedding function failed: {error}") from None
         if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):

@@ -19,6 +19,7 @@ from array import array
 from collections.abc import Callable
 from typing import Any
 
+from ..context.tokens import message_token_text
 from ..errors import AiriMemoryError, InvalidValueError
 from ..sessions import SessionStore
 from .embeddings import Embedder
@@ -31,6 +32,7 @@ STAGING = "message_vectors_staging"
 EMBEDDED_ROLES = ("user", "assistant")
 SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batches fill up)
 RETRY_S = 30.0  # after a provider failure
+LOAD_CHUNK = 8192  # stored vectors inserted per statement at start
 
 
 def vectors_table(name: str, keys: str, dimensions: int) -> str:
@@ -64,13 +66,15 @@ class VectorIndex:
         self.state = "starting"
         self.indexed = 0
         self.pending = 0
-        self.embedded_this_run = 0
         self.rate: float | None = None
         self.last_error: str | None = None
         self.load_ms: float | None = None
         self.query_embedding_ms: float | None = None
         self._wake = asyncio.Event()
         self._loaded = asyncio.Event()
+        # One indexing run at a time (the background loop and indexNow share the staging
+        # table and must not embed the same messages twice).
+        self._indexing = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._batches = 0
 
@@ -128,10 +132,18 @@ class VectorIndex:
         await self.sql.execute(vectors_table(TABLE, "doc INTEGER", dims))
         await self.sql.execute(vectors_table(STAGING, "session_id VARCHAR, record VARCHAR", dims))
         await self.sessions.mirror.flush()
+        keys: list[tuple[str, str]] = []
+        vectors = bytearray()
         for _, data in await self.sessions.storage.get_all(self.prefix, raw=True):
-            keys, vectors, stored_dims = decode_batch(bytes(data))
-            if stored_dims == dims and keys:
-                await self._insert(keys, vectors)
+            batch_keys, batch_vectors, stored_dims = decode_batch(bytes(data))
+            if stored_dims == dims:
+                keys += batch_keys
+                vectors += batch_vectors
+            if len(keys) >= LOAD_CHUNK:  # thousands of small batches, few big inserts
+                await self._insert(keys, bytes(vectors))
+                keys, vectors = [], bytearray()
+        if keys:
+            await self._insert(keys, bytes(vectors))
         self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
         self.load_ms = round((time.perf_counter() - started) * 1000, 1)
 
@@ -156,12 +168,16 @@ class VectorIndex:
         self.state = "ready"
         self._progress()
 
+    async def _index_pending(self) -> None:
+        async with self._indexing:
+            await self._embed_pending()
+
     async def _count_pending(self) -> None:
         await self.sessions.mirror.flush()
         count = await self.sql.query(f"SELECT count(*) AS n {self._PENDING}")
         self.pending = int(count.scalar())
 
-    async def _index_pending(self) -> None:
+    async def _embed_pending(self) -> None:
         await self._count_pending()
         if not self.pending:
             return
@@ -171,7 +187,7 @@ class VectorIndex:
         while True:
             await self.sessions.mirror.flush()
             batch = await self.sql.query(
-                f"SELECT m.session_id, m.record, m.folded {self._PENDING} "
+                f"SELECT m.session_id, m.record, m.body {self._PENDING} "
                 "ORDER BY m.created_at DESC LIMIT ?",
                 [self.config.batch_size],
             )
@@ -179,7 +195,9 @@ class VectorIndex:
                 break
             rows = batch.tuples()
             keys = [(sid, record) for sid, record, _ in rows]
-            vectors = await self.embedder.embed([text for _, _, text in rows])
+            # The words as written (the folded column drops accents some languages need).
+            texts = [message_token_text(json.loads(body)) for _, _, body in rows]
+            vectors = await self.embedder.embed(texts)
             await self._insert(keys, vectors)
             self._batches += 1
             stamp = f"{self.sessions.clock():013d}-{self.sessions.writer}-{self._batches:06d}"

@@ -24,6 +24,7 @@ from .filters import Scope, SearchFilters, scope
 Strategy = Literal["keyword", "semantic", "relevant", "hybrid", "recent"]
 RRF_K = 60
 CANDIDATES = 5  # each retriever brings limit x this many candidates to fuse and re-rank
+MAX_WANT = 4096  # the most candidates asked for when exclusions crowd out the results
 
 
 class HybridWeights(BaseModel):
@@ -87,15 +88,23 @@ class Searcher:
         if strategy == "semantic" and self.semantic is None:
             raise InvalidValueError("semantic search needs embeddings, and none are configured")
         await self.sessions.mirror.flush()
-        want = query.limit + len(query.exclude_ids)
-        found: dict[tuple[str, str], dict[str, Any]] = {}
-        if strategy == "recent":
-            for rank, hit in enumerate(await self._recent(query, want)):
-                self._merge(found, hit, "recent", rank, 1.0)
-        else:
-            await self._relevance(query, strategy, want, found)
         excluded = set(query.exclude_ids)
-        hits = [h for h in found.values() if h["message"]["id"] not in excluded]
+        # Excluded messages (the window, for recall) may crowd the top: ask for more only
+        # while they leave too few, instead of reading a candidate for every exclusion.
+        want = query.limit
+        while True:
+            found: dict[tuple[str, str], dict[str, Any]] = {}
+            if strategy == "recent":
+                for rank, hit in enumerate(await self._recent(query, want)):
+                    self._merge(found, hit, "recent", rank, 1.0)
+            else:
+                await self._relevance(query, strategy, want, found)
+            hits = [h for h in found.values() if h["message"]["id"] not in excluded]
+            exhausted = len(found) < want  # the retrievers had no more to give
+            crowded = len(found) > len(hits)
+            if len(hits) >= query.limit or exhausted or not crowded or want >= MAX_WANT:
+                break
+            want *= 4
         self._score(hits, strategy)
         hits = [h for h in hits if h["score"] >= query.threshold]
         hits.sort(key=lambda h: (-h["score"], -h["message"].get("createdAt", 0)))
