@@ -23,6 +23,7 @@ os.environ.setdefault("SE_AVOID_STATS", "true")
 
 
 def _debian_chromium(self, jspi: bool = False):
+    from selenium.common.exceptions import SessionNotCreatedException
     from selenium.webdriver import Chrome
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -31,10 +32,17 @@ def _debian_chromium(self, jspi: bool = False):
     options.binary_location = CHROMIUM
     for flag in CHROMIUM_FLAGS:
         options.add_argument(flag)
-    return Chrome(options=options, service=Service(CHROMEDRIVER))
+    try:
+        return Chrome(options=options, service=Service(CHROMEDRIVER))
+    except SessionNotCreatedException:  # a browser that died starting up: one more try
+        return Chrome(options=options, service=Service(CHROMEDRIVER))
 
 
 SeleniumChromeRunner.get_driver = _debian_chromium
+# The runner's script timeout also bounds its own start-up: opening the page and loading
+# Pyodide. Its 20 s default was too short on a cold CI machine (every case of the first
+# module errored in setup), so allow 2 minutes; a case that hangs still fails.
+SeleniumChromeRunner.script_timeout = 120
 
 # module_test.html defines loadPyodide from a module script, which may still be loading
 # when the runner first calls it (seen on a cold machine): wait for it, up to 60 s.
