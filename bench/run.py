@@ -229,7 +229,7 @@ def main() -> None:
     parser.add_argument("--bulk-runs", type=int, default=5)
     parser.add_argument("--bulk-rows", type=int, default=100_000)
     parser.add_argument(
-        "--only", choices=["foundation", "sessions", "context", "search"], default=None
+        "--only", choices=["foundation", "sessions", "context", "search", "embedding"], default=None
     )
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
     args = parser.parse_args()
@@ -250,6 +250,8 @@ def main() -> None:
             rows += context_scenarios.run(browser, base_url)
         if args.only in (None, "search"):
             rows += search_scenarios.run(browser, base_url)
+        if args.only == "embedding":  # also part of "search"
+            rows += search_scenarios.run_embedding(browser, base_url)
         browser.close()
     server.shutdown()
     print_table(rows)

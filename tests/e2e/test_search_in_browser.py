@@ -63,6 +63,15 @@ def test_semantic_search_with_the_real_model_survives_a_reload(web):
         assert hits[0]["message"]["content"] == MEMORIES[expected], (key, hits)
         assert hits[0]["score"] > hits[1]["score"] + 0.05, (key, hits)
         assert hits[0]["retrievers"] == ["semantic"]
+    # Stored vectors were embedded together, grouped by length; each query alone. The
+    # same words must give the same vector either way (right row, padding masked out).
+    same = web.evaluate(
+        """async (memories) => Promise.all(memories.map(async (query) =>
+            (await memory.search({ query, strategy: 'semantic', limit: 1 })).results[0]))""",
+        MEMORIES,
+    )
+    for memory, hit in zip(MEMORIES, same, strict=True):
+        assert hit["message"]["content"] == memory and hit["score"] > 0.999, (memory, hit)
     web.page.reload()
     web.boot()
     status = web.evaluate(WAIT_INDEXED, len(MEMORIES))
@@ -164,3 +173,41 @@ def test_an_app_supplied_embedding_function(web):
     assert result["status"]["provider"] == "custom" and result["status"]["indexed"] == 2
     assert result["asked"][0][0] == "letters" and sum(n for _, n in result["asked"]) == 3
     assert not model_requests(web)  # the local model was never fetched
+
+
+def test_each_text_gets_its_own_vector_from_a_mixed_batch(web):
+    """The embedder worker runs texts of similar length together: in any order and mix of
+    lengths, a text's vector is the one it gets alone (right row, padding masked out)."""
+    texts = [
+        "My sister lives in Lisbon and works as an architect who designs libraries, "
+        "schools and the occasional bridge over the river Tagus.",
+        "Hi!",
+        "I adopted a grey cat called Miso last spring.",
+        "Ok",
+        "Our car broke down on the motorway yesterday.",
+        " ".join(["The violin lesson ran long again."] * 40),  # past the 256-token limit
+    ]
+    web.open_harness()
+    result = web.evaluate(
+        """async (texts) => {
+            const worker = new Worker('/runtime/embedder.mjs', { type: 'module' });
+            let next = 0;
+            const waiting = new Map();
+            worker.onmessage = ({ data }) => data.event || waiting.get(data.id)(data);
+            const embed = (texts) => new Promise((resolve) => {
+                waiting.set(++next, resolve);
+                worker.postMessage({ id: next, kind: 'embed', texts });
+            });
+            const together = await embed(texts);
+            const alone = [];
+            for (const text of texts) alone.push(Array.from((await embed([text])).value));
+            worker.terminate();
+            return { ok: together.ok, together: Array.from(together.value), alone };
+        }""",
+        texts,
+    )
+    assert result["ok"] and len(result["together"]) == len(texts) * 384
+    for row, alone in enumerate(result["alone"]):
+        together = result["together"][row * 384 : (row + 1) * 384]
+        cosine = sum(a * b for a, b in zip(together, alone, strict=True))
+        assert cosine > 0.9999, (texts[row][:40], cosine)

@@ -56,15 +56,32 @@ function load() {
   return loading;
 }
 
-async function embed(texts) {
-  const { tokenizer, session } = await load();
-  // Longer texts keep their first tokens and the closing [SEP].
-  const encoded = texts.map((text) => {
-    const ids = tokenizer.encode(text).ids;
-    return ids.length <= MAX_TOKENS ? ids : [...ids.slice(0, MAX_TOKENS - 1), ids.at(-1)];
-  });
+// Texts that run together are padded to the longest of them, and padding is wasted
+// work: sorted by length, a new group starts once padding would exceed a quarter.
+const PADDING_SLACK = 1.25;
+
+function lengthGroups(encoded) {
+  const order = encoded.map((_, row) => row).sort((a, b) => encoded[a].length - encoded[b].length);
+  const groups = [];
+  let group = [];
+  let tokens = 0;
+  for (const row of order) {
+    const width = encoded[row].length; // the widest so far: lengths ascend
+    if (group.length && (group.length + 1) * width > PADDING_SLACK * (tokens + width)) {
+      groups.push(group);
+      group = [];
+      tokens = 0;
+    }
+    group.push(row);
+    tokens += width;
+  }
+  if (group.length) groups.push(group);
+  return groups;
+}
+
+async function embedGroup(session, encoded, out) {
   const width = Math.max(1, ...encoded.map((ids) => ids.length));
-  const size = texts.length * width;
+  const size = encoded.length * width;
   const inputIds = new BigInt64Array(size);
   const mask = new BigInt64Array(size);
   encoded.forEach((ids, row) => {
@@ -73,25 +90,38 @@ async function embed(texts) {
       mask[row * width + col] = 1n;
     });
   });
-  const dims = [texts.length, width];
+  const dims = [encoded.length, width];
   const output = await session.run({
     input_ids: new ort.Tensor("int64", inputIds, dims),
     attention_mask: new ort.Tensor("int64", mask, dims),
     token_type_ids: new ort.Tensor("int64", new BigInt64Array(size), dims),
   });
   const hidden = output.last_hidden_state.data; // [batch, width, 384]
-  const vectors = new Float32Array(texts.length * DIMENSIONS);
   encoded.forEach((ids, row) => {
-    const out = vectors.subarray(row * DIMENSIONS, (row + 1) * DIMENSIONS);
+    const vector = out[row];
     for (let col = 0; col < ids.length; col++) {
       const base = (row * width + col) * DIMENSIONS;
-      for (let d = 0; d < DIMENSIONS; d++) out[d] += hidden[base + d];
+      for (let d = 0; d < DIMENSIONS; d++) vector[d] += hidden[base + d];
     }
     let norm = 0;
-    for (let d = 0; d < DIMENSIONS; d++) norm += (out[d] /= ids.length) * out[d];
+    for (let d = 0; d < DIMENSIONS; d++) norm += (vector[d] /= ids.length) * vector[d];
     norm = Math.sqrt(norm) || 1;
-    for (let d = 0; d < DIMENSIONS; d++) out[d] /= norm;
+    for (let d = 0; d < DIMENSIONS; d++) vector[d] /= norm;
   });
+}
+
+async function embed(texts) {
+  const { tokenizer, session } = await load();
+  // Longer texts keep their first tokens and the closing [SEP].
+  const encoded = texts.map((text) => {
+    const ids = tokenizer.encode(text).ids;
+    return ids.length <= MAX_TOKENS ? ids : [...ids.slice(0, MAX_TOKENS - 1), ids.at(-1)];
+  });
+  const vectors = new Float32Array(texts.length * DIMENSIONS);
+  const rowOf = (row) => vectors.subarray(row * DIMENSIONS, (row + 1) * DIMENSIONS);
+  for (const group of lengthGroups(encoded)) {
+    await embedGroup(session, group.map((row) => encoded[row]), group.map(rowOf));
+  }
   return vectors;
 }
 

@@ -33,6 +33,7 @@ EMBEDDED_ROLES = ("user", "assistant")
 SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batches fill up)
 RETRY_S = 30.0  # after a provider failure
 LOAD_CHUNK = 8192  # stored vectors inserted per statement at start
+WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
 
 
 def vectors_table(name: str, keys: str, dimensions: int) -> str:
@@ -77,6 +78,7 @@ class VectorIndex:
         self._indexing = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._batches = 0
+        self._run_began = (0.0, 0)  # when this indexing run began, and the count then
 
     @property
     def sql(self) -> Any:
@@ -183,32 +185,50 @@ class VectorIndex:
             return
         self.state = "indexing"
         self._progress()
-        started, done = time.perf_counter(), 0
+        self._run_began = (time.perf_counter(), self.indexed)
         while True:
             await self.sessions.mirror.flush()
-            batch = await self.sql.query(
+            window = await self.sql.query(
                 f"SELECT m.session_id, m.record, m.body {self._PENDING} "
                 "ORDER BY m.created_at DESC LIMIT ?",
-                [self.config.batch_size],
+                [self.config.batch_size * WINDOW_BATCHES],
             )
-            if not len(batch):
+            if not len(window):
                 break
-            rows = batch.tuples()
-            keys = [(sid, record) for sid, record, _ in rows]
             # The words as written (the folded column drops accents some languages need).
-            texts = [message_token_text(json.loads(body)) for _, _, body in rows]
-            vectors = await self.embedder.embed(texts)
-            await self._insert(keys, vectors)
-            self._batches += 1
-            stamp = f"{self.sessions.clock():013d}-{self.sessions.writer}-{self._batches:06d}"
-            await self.sessions.storage.set_item_raw(
-                f"{self.prefix}:{stamp}", encode_batch(keys, vectors, self.config.dimensions)
-            )
-            done += len(rows)
-            self.indexed += len(rows)
-            self.pending = max(self.pending - len(rows), 0)
-            self.rate = round(done / max(time.perf_counter() - started, 1e-6), 1)
-            self._progress()
+            # Batches of similar lengths: a batch is padded to its longest text.
+            rows = [
+                (sid, record, message_token_text(json.loads(body)))
+                for sid, record, body in window.tuples()
+            ]
+            rows.sort(key=lambda row: len(row[2]))
+            size = self.config.batch_size
+            batches = [rows[first : first + size] for first in range(0, len(rows), size)]
+            # Storing one batch overlaps embedding the next (the model has its own worker).
+            storing: asyncio.Task[None] | None = None
+            try:
+                for batch in batches:
+                    vectors = await self.embedder.embed([text for *_, text in batch])
+                    if storing is not None:
+                        await storing
+                    keys = [(sid, record) for sid, record, _ in batch]
+                    storing = asyncio.ensure_future(self._store_batch(keys, vectors))
+            finally:
+                if storing is not None:
+                    await storing
+
+    async def _store_batch(self, keys: list[tuple[str, str]], vectors: bytes) -> None:
+        await self._insert(keys, vectors)
+        self._batches += 1
+        stamp = f"{self.sessions.clock():013d}-{self.sessions.writer}-{self._batches:06d}"
+        await self.sessions.storage.set_item_raw(
+            f"{self.prefix}:{stamp}", encode_batch(keys, vectors, self.config.dimensions)
+        )
+        self.indexed += len(keys)
+        self.pending = max(self.pending - len(keys), 0)
+        began, indexed_before = self._run_began
+        self.rate = round((self.indexed - indexed_before) / (time.perf_counter() - began), 1)
+        self._progress()
 
     def _progress(self) -> None:
         self.emit("embedding-progress", self.status())
