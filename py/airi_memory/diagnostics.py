@@ -40,7 +40,8 @@ async def fill_vectors(sql: SqlEngine, dimensions: int) -> dict[str, float | int
     dims = int(dimensions)
     await sql.execute(
         "INSERT INTO message_vectors SELECT m.doc, "
-        f"list_transform(range({dims}), i -> (random() - 0.5)::FLOAT)::FLOAT[{dims}] "
+        f"list_transform(range({dims}), i -> (random() * 254 - 127)::TINYINT)::TINYINT[{dims}], "
+        "0.001 "
         "FROM chat_messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v "
         "WHERE v.doc = m.doc)"
     )

@@ -307,6 +307,66 @@ async def case_semantic_search_indexes_in_the_background_and_persists(open_syste
     assert rows == [{"n": 3}]
 
 
+async def case_vectors_are_int8_and_score_as_cosine(open_system):
+    """Vectors are kept as int8 codes and a scale; scores stay within 0.01 of the exact
+    cosine, and the order is the exact order."""
+    texts = ["purple elephant dancing", "purple frog", "green frog singing", "blue whale"]
+    system = await open_system(**QUIET)
+    await use_toy_embeddings(system)
+    await session_with(system, texts)
+    await settled(system, indexed=4)
+    kind = await system.query(
+        "SELECT DISTINCT typeof(vec) AS t, typeof(scale) AS s FROM message_vectors"
+    )
+    assert kind == [{"t": "TINYINT[48]", "s": "FLOAT"}]
+    query = "purple frog singing"
+    found = await system.searcher.search({"query": query, "strategy": "semantic", "limit": 4})
+
+    def cosine(a, b):
+        dot = sum(x * y for x, y in zip(a, b, strict=True))
+        return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+    [wanted] = toy_vectors([query])
+    exact = {text: cosine(wanted, row) for text, row in zip(texts, toy_vectors(texts), strict=True)}
+    assert {text for text, score in exact.items() if score > 0} <= set(contents(found))
+    assert sum(score > 0 for score in exact.values()) >= 3
+    for hit in found["results"]:
+        true = max(exact[hit["message"]["content"]], 0.0)  # scores are clipped at 0
+        assert abs(hit["scores"]["semantic"] - true) < 0.01, (hit, true)
+    ranked = [exact[text] for text in contents(found)]
+    assert ranked == sorted(ranked, reverse=True)
+
+
+async def case_vectors_stored_as_float32_by_an_older_version_still_load(open_system):
+    import json
+    import struct
+    from array import array
+
+    system = await open_system(**QUIET)
+    calls = await use_toy_embeddings(system)
+    await session_with(system, ["purple elephant dancing", "blue whale"])
+    await settled(system, indexed=2)
+    # Rewrite the stored batches as version 0.1 wrote them: a header and float32s.
+    rows = await system.query("SELECT session_id, record, folded FROM chat_messages ORDER BY doc")
+    keys = [[r["session_id"], r["record"]] for r in rows]
+    floats = array("f", [x for r in toy_vectors([r["folded"] for r in rows]) for x in r])
+    header = json.dumps({"keys": keys, "dimensions": 48}).encode()
+    for key in await system.storage.get_keys("local:memory:vectors"):
+        await system.storage.remove_item(key)
+    await system.storage.set_item_raw(
+        "local:memory:vectors:custom-toy-48:0000000000001-old-000001",
+        struct.pack("<I", len(header)) + header + floats.tobytes(),
+    )
+    restarted = await open_system(**QUIET)
+    calls = await use_toy_embeddings(restarted)
+    assert (await settled(restarted, indexed=2))["indexed"] == 2 and calls == []
+    found = await restarted.searcher.search(
+        {"query": "purple elephant", "strategy": "semantic", "limit": 1}
+    )
+    assert contents(found) == ["purple elephant dancing"]
+    assert found["results"][0]["scores"]["semantic"] > 0.8
+
+
 async def case_a_new_model_never_mixes_vectors(open_system):
     system = await open_system(**QUIET)
     await use_toy_embeddings(system, "toy")

@@ -1,12 +1,13 @@
-"""Semantic retrieval: message vectors in DuckDB (``message_vectors``, FLOAT[dim]), kept
-up to date in the background and persisted, so nothing is embedded twice.
+"""Semantic retrieval: message vectors in DuckDB (``message_vectors``: int8 codes,
+TINYINT[dim], and a scale; see quantize), kept up to date in the background and
+persisted, so nothing is embedded twice.
 
 Indexing never sits on the write path: a write only wakes the indexer, which embeds
 new user and assistant messages in batches, inserts them into DuckDB, and stores each
 batch as one record under ``local:memory:vectors:<model key>:...``. At start the stored
 batches of the configured model are loaded back; a different model has its own key, so
 two models' vectors never mix, and changing the model re-embeds in the background.
-The top-k scan is ``array_cosine_similarity`` in DuckDB, with the filters in the same SQL.
+The top-k scan is an inner product in DuckDB, with the filters in the same SQL.
 """
 
 import asyncio
@@ -25,6 +26,7 @@ from ..sessions import SessionStore
 from .embeddings import Embedder
 from .filters import Scope
 from .messages import by_doc, hit
+from .quantize import quantize
 
 VECTORS = "local:memory:vectors"
 TABLE = "message_vectors"
@@ -37,19 +39,27 @@ WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
 
 
 def vectors_table(name: str, keys: str, dimensions: int) -> str:
-    return f"CREATE OR REPLACE TABLE {name} ({keys}, vec FLOAT[{dimensions}])"
+    return f"CREATE OR REPLACE TABLE {name} ({keys}, vec TINYINT[{dimensions}], scale FLOAT)"
 
 
-def encode_batch(keys: list[tuple[str, str]], vectors: bytes, dimensions: int) -> bytes:
-    """One stored batch: a length-prefixed JSON header (keys, dimensions), then float32s."""
-    header = json.dumps({"keys": keys, "dimensions": dimensions}).encode()
-    return struct.pack("<I", len(header)) + header + vectors
+def encode_batch(
+    keys: list[tuple[str, str]], codes: bytes, scales: bytes, dimensions: int
+) -> bytes:
+    """One stored batch: a length-prefixed JSON header (keys, dimensions, encoding), then
+    the int8 codes, then the float32 scales."""
+    header = json.dumps({"keys": keys, "dimensions": dimensions, "encoding": "int8"}).encode()
+    return struct.pack("<I", len(header)) + header + codes + scales
 
 
-def decode_batch(data: bytes) -> tuple[list[tuple[str, str]], bytes, int]:
+def decode_batch(data: bytes) -> tuple[list[tuple[str, str]], bytes, bytes, int]:
+    """(keys, codes, scales, dimensions). Batches stored before int8 hold float32s."""
     (size,) = struct.unpack_from("<I", data)
     header = json.loads(data[4 : 4 + size])
-    return [tuple(k) for k in header["keys"]], data[4 + size :], int(header["dimensions"])
+    keys = [tuple(key) for key in header["keys"]]
+    dims, payload = int(header["dimensions"]), data[4 + size :]
+    if header.get("encoding") != "int8":
+        return keys, *quantize(payload, dims), dims
+    return keys, payload[: len(keys) * dims], payload[len(keys) * dims :], dims
 
 
 class VectorIndex:
@@ -135,28 +145,29 @@ class VectorIndex:
         await self.sql.execute(vectors_table(STAGING, "session_id VARCHAR, record VARCHAR", dims))
         await self.sessions.mirror.flush()
         keys: list[tuple[str, str]] = []
-        vectors = bytearray()
+        codes, scales = bytearray(), bytearray()
         for _, data in await self.sessions.storage.get_all(self.prefix, raw=True):
-            batch_keys, batch_vectors, stored_dims = decode_batch(bytes(data))
+            batch_keys, batch_codes, batch_scales, stored_dims = decode_batch(bytes(data))
             if stored_dims == dims:
                 keys += batch_keys
-                vectors += batch_vectors
+                codes += batch_codes
+                scales += batch_scales
             if len(keys) >= LOAD_CHUNK:  # thousands of small batches, few big inserts
-                await self._insert(keys, bytes(vectors))
-                keys, vectors = [], bytearray()
+                await self._insert(keys, bytes(codes), bytes(scales))
+                keys, codes, scales = [], bytearray(), bytearray()
         if keys:
-            await self._insert(keys, bytes(vectors))
+            await self._insert(keys, bytes(codes), bytes(scales))
         self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
         self.load_ms = round((time.perf_counter() - started) * 1000, 1)
 
-    async def _insert(self, keys: list[tuple[str, str]], vectors: bytes) -> None:
+    async def _insert(self, keys: list[tuple[str, str]], codes: bytes, scales: bytes) -> None:
         """Vectors by (session id, record) into the table by ``doc``: messages deleted
         meanwhile (or before a reload) simply find no row to join."""
         columns = {"session_id": [k[0] for k in keys], "record": [k[1] for k in keys]}
-        await self.sql.insert_vectors(STAGING, columns, "vec", vectors, self.config.dimensions)
+        await self.sql.insert_vectors(STAGING, columns, codes, scales, self.config.dimensions)
         await self.sql.execute(
-            f"INSERT INTO {TABLE} SELECT m.doc, v.vec FROM {STAGING} v JOIN chat_messages m "
-            "ON m.session_id = v.session_id AND m.record = v.record "
+            f"INSERT INTO {TABLE} SELECT m.doc, v.vec, v.scale FROM {STAGING} v "
+            "JOIN chat_messages m ON m.session_id = v.session_id AND m.record = v.record "
             f"WHERE NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
         )
         await self.sql.execute(f"DELETE FROM {STAGING}")
@@ -218,11 +229,13 @@ class VectorIndex:
                     await storing
 
     async def _store_batch(self, keys: list[tuple[str, str]], vectors: bytes) -> None:
-        await self._insert(keys, vectors)
+        dims = self.config.dimensions
+        codes, scales = quantize(vectors, dims)
+        await self._insert(keys, codes, scales)
         self._batches += 1
         stamp = f"{self.sessions.clock():013d}-{self.sessions.writer}-{self._batches:06d}"
         await self.sessions.storage.set_item_raw(
-            f"{self.prefix}:{stamp}", encode_batch(keys, vectors, self.config.dimensions)
+            f"{self.prefix}:{stamp}", encode_batch(keys, codes, scales, dims)
         )
         self.indexed += len(keys)
         self.pending = max(self.pending - len(keys), 0)
@@ -246,7 +259,8 @@ class VectorIndex:
         self, vector: list[float], scope: Scope, limit: int
     ) -> list[dict[str, Any]]:
         """Top ``limit`` by inner product with the query, normalised here: the stored
-        vectors are unit length, so that is cosine similarity, computed more cheaply."""
+        vectors are unit length, so that is cosine similarity, computed more cheaply
+        (on the int8 codes, times each vector's scale)."""
         dims = self.config.dimensions
         if len(vector) != dims:
             raise InvalidValueError(
@@ -261,7 +275,8 @@ class VectorIndex:
             else f"{TABLE} v"
         )
         ranked = await self.sql.query(
-            f"SELECT v.doc, array_inner_product(v.vec, CAST(? AS FLOAT[{dims}])) AS score "
+            f"SELECT v.doc, array_inner_product(CAST(v.vec AS FLOAT[{dims}]), "
+            f"CAST(? AS FLOAT[{dims}])) * v.scale AS score "
             f"FROM {source} ORDER BY score DESC LIMIT ?",
             [literal, *scope.params, limit],
         )

@@ -55,10 +55,10 @@ class SqlEngine(ABC):
 
     @abstractmethod
     async def insert_vectors(
-        self, table: str, keys: Columns, column: str, vectors: bytes, dimensions: int
+        self, table: str, keys: Columns, codes: bytes, scales: bytes, dimensions: int
     ) -> int:
-        """Rows of ``keys`` (text columns) plus ``column`` as FLOAT[dimensions], from
-        ``vectors``: float32 values, row after row (what the embedder produces)."""
+        """Rows of ``keys`` (text columns) plus ``vec`` TINYINT[dimensions] from ``codes``
+        (int8, row after row) and ``scale`` FLOAT from ``scales`` (float32, one per row)."""
 
     @abstractmethod
     async def version(self) -> str: ...

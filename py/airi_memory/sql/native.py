@@ -47,16 +47,16 @@ class NativeDuckDb(SqlEngine):
         return count
 
     async def insert_vectors(
-        self, table: str, keys: Columns, column: str, vectors: bytes, dimensions: int
+        self, table: str, keys: Columns, codes: bytes, scales: bytes, dimensions: int
     ) -> int:
-        floats = array("f", vectors).tolist()
-        rows = [floats[i : i + dimensions] for i in range(0, len(floats), dimensions)]
+        values = array("b", codes).tolist()
+        rows = [values[i : i + dimensions] for i in range(0, len(values), dimensions)]
         names = list(keys)
-        unnests = ", ".join(f"unnest(${i + 1})" for i in range(len(names)))
+        unnests = ", ".join(f"unnest(${i + 1})" for i in range(len(names) + 2))
         self._run(
-            f"INSERT INTO {check_identifier(table)} ({', '.join(names)}, {column}) "
-            f"SELECT {unnests}, unnest(${len(names) + 1})::FLOAT[{dimensions}]",
-            [list(keys[name]) for name in names] + [rows],
+            f"INSERT INTO {check_identifier(table)} ({', '.join(names)}, vec, scale) "
+            f"SELECT {unnests}",
+            [list(keys[name]) for name in names] + [rows, array("f", scales).tolist()],
         )
         return len(rows)
 

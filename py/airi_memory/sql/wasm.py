@@ -88,13 +88,12 @@ class WasmDuckDb(SqlEngine):
         return count
 
     async def insert_vectors(
-        self, table: str, keys: Columns, column: str, vectors: bytes, dimensions: int
+        self, table: str, keys: Columns, codes: bytes, scales: bytes, dimensions: int
     ) -> int:
         names = list(keys)
-        floats = vectors if isinstance(vectors, JsProxy) else to_js(array("f", vectors))
         count = await self._call(
             "insertVectors", check_identifier(table), to_js(names),
-            to_js([list(keys[name]) for name in names]), column, floats, dimensions,
+            to_js([list(keys[name]) for name in names]), to_js(codes), to_js(scales), dimensions,
         )  # fmt: skip
         return int(count)
 
