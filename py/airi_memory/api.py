@@ -371,10 +371,7 @@ class MemorySystem:
     async def _fill_vectors(self) -> dict[str, float | int]:
         if self.vectors is None:
             raise InvalidValueError("no embedding model is configured")
-        await self.sessions.mirror.flush()
-        filled = await diagnostics.fill_vectors(self.sql, self.vectors.config.dimensions)
-        self.vectors.indexed = int(filled["vectors"])
-        return filled
+        return await diagnostics.fill_vectors(self.vectors)
 
 
 # Facade name (after "sessions.") -> SessionStore method: the seed's names on the JS side.

@@ -2,11 +2,21 @@
 vectors standing in for a big store's embeddings (embedding 100k messages for real takes
 half an hour here; the scan costs the same whatever the vectors hold)."""
 
+from __future__ import annotations
+
+import math
+import random
 import time
+from array import array
+from typing import TYPE_CHECKING
 
 from .sql import SqlEngine
 
+if TYPE_CHECKING:
+    from .search.semantic import VectorIndex
+
 _SCRATCH = "diagnostics_bulk_insert"
+FILL_CHUNK = 8192  # random vectors per stored batch
 
 
 async def bulk_insert(sql: SqlEngine, rows: int) -> dict[str, float | int]:
@@ -34,16 +44,20 @@ async def bulk_insert(sql: SqlEngine, rows: int) -> dict[str, float | int]:
     return {"rows": int(counted), "insertMs": elapsed * 1000}
 
 
-async def fill_vectors(sql: SqlEngine, dimensions: int) -> dict[str, float | int]:
-    """Random vectors for every message that has none (a benchmark's 100k-message store)."""
+async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
+    """Random vectors for every message that has none, stored as embedded ones are (in
+    DuckDB and IndexedDB), so a reload loads them back as it would real ones."""
     started = time.perf_counter()
-    dims = int(dimensions)
-    await sql.execute(
-        "INSERT INTO message_vectors SELECT m.doc, "
-        f"list_transform(range({dims}), i -> (random() * 254 - 127)::TINYINT)::TINYINT[{dims}], "
-        "0.001 "
-        "FROM chat_messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v "
-        "WHERE v.doc = m.doc)"
+    await index.sessions.mirror.flush()
+    missing = await index.sql.query(
+        "SELECT m.session_id, m.record FROM chat_messages m WHERE NOT EXISTS "
+        "(SELECT 1 FROM message_vectors v WHERE v.doc = m.doc)"
     )
-    count = (await sql.query("SELECT count(*) AS n FROM message_vectors")).scalar()
+    keys = missing.tuples()
+    dims = index.config.dimensions
+    for first in range(0, len(keys), FILL_CHUNK):
+        chunk = keys[first : first + FILL_CHUNK]
+        scales = array("f", [1 / 127 / math.sqrt(dims)]) * len(chunk)
+        await index.store(chunk, random.randbytes(len(chunk) * dims), scales.tobytes())
+    count = (await index.sql.query("SELECT count(*) AS n FROM message_vectors")).scalar()
     return {"vectors": int(count), "fillMs": (time.perf_counter() - started) * 1000}

@@ -367,6 +367,22 @@ async def case_vectors_stored_as_float32_by_an_older_version_still_load(open_sys
     assert found["results"][0]["scores"]["semantic"] > 0.8
 
 
+async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):
+    from airi_memory.diagnostics import fill_vectors
+
+    system = await open_system(**QUIET)
+    calls = await use_toy_embeddings(system)
+    await system.configure_embeddings(
+        {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
+    )
+    await session_with(system, ["one", ("assistant", "two"), "three"])
+    filled = await fill_vectors(system.vectors)
+    assert filled["vectors"] == 3 and calls == []
+    restarted = await open_system(**QUIET)
+    calls = await use_toy_embeddings(restarted)
+    assert (await settled(restarted, indexed=3))["indexed"] == 3 and calls == []
+
+
 async def case_a_new_model_never_mixes_vectors(open_system):
     system = await open_system(**QUIET)
     await use_toy_embeddings(system, "toy")

@@ -142,7 +142,6 @@ class VectorIndex:
         started = time.perf_counter()
         dims = self.config.dimensions
         await self.sql.execute(vectors_table(TABLE, "doc INTEGER", dims))
-        await self.sql.execute(vectors_table(STAGING, "session_id VARCHAR, record VARCHAR", dims))
         await self.sessions.mirror.flush()
         keys: list[tuple[str, str]] = []
         codes, scales = bytearray(), bytearray()
@@ -164,13 +163,17 @@ class VectorIndex:
         """Vectors by (session id, record) into the table by ``doc``: messages deleted
         meanwhile (or before a reload) simply find no row to join."""
         columns = {"session_id": [k[0] for k in keys], "record": [k[1] for k in keys]}
-        await self.sql.insert_vectors(STAGING, columns, codes, scales, self.config.dimensions)
+        # A new staging table each time, dropped after: an in-memory DuckDB table keeps the
+        # memory of deleted rows (100k vectors' worth after a load).
+        dims = self.config.dimensions
+        await self.sql.execute(vectors_table(STAGING, "session_id VARCHAR, record VARCHAR", dims))
+        await self.sql.insert_vectors(STAGING, columns, codes, scales, dims)
         await self.sql.execute(
             f"INSERT INTO {TABLE} SELECT m.doc, v.vec, v.scale FROM {STAGING} v "
             "JOIN chat_messages m ON m.session_id = v.session_id AND m.record = v.record "
             f"WHERE NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
         )
-        await self.sql.execute(f"DELETE FROM {STAGING}")
+        await self.sql.execute(f"DROP TABLE {STAGING}")
 
     _PENDING = f"""FROM chat_messages m WHERE m.folded <> '' AND m.role IN {EMBEDDED_ROLES}
         AND NOT EXISTS (SELECT 1 FROM {TABLE} v WHERE v.doc = m.doc)"""
@@ -229,8 +232,15 @@ class VectorIndex:
                     await storing
 
     async def _store_batch(self, keys: list[tuple[str, str]], vectors: bytes) -> None:
+        await self.store(keys, *quantize(vectors, self.config.dimensions))
+        began, indexed_before = self._run_began
+        self.rate = round((self.indexed - indexed_before) / (time.perf_counter() - began), 1)
+        self._progress()
+
+    async def store(self, keys: list[tuple[str, str]], codes: bytes, scales: bytes) -> None:
+        """Quantized vectors of messages by (session id, record): into DuckDB, and kept."""
+        await self._loaded.wait()  # the tables exist, and stored vectors are back
         dims = self.config.dimensions
-        codes, scales = quantize(vectors, dims)
         await self._insert(keys, codes, scales)
         self._batches += 1
         stamp = f"{self.sessions.clock():013d}-{self.sessions.writer}-{self._batches:06d}"
@@ -239,9 +249,6 @@ class VectorIndex:
         )
         self.indexed += len(keys)
         self.pending = max(self.pending - len(keys), 0)
-        began, indexed_before = self._run_began
-        self.rate = round((self.indexed - indexed_before) / (time.perf_counter() - began), 1)
-        self._progress()
 
     def _progress(self) -> None:
         self.emit("embedding-progress", self.status())
