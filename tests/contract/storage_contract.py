@@ -145,6 +145,14 @@ async def case_raw_values(storage):
     await storage.set_item_raw("local:blob", b"\x00\x01binary\xff")
     raw = await storage.get_item_raw("local:blob")
     assert bytes(raw) == b"\x00\x01binary\xff"
+    # Native: the host's own bytes (a JS Uint8Array in the browser), passed on unopened;
+    # written back as they came, they are the same bytes.
+    native = await storage.get_item_raw_native("local:blob")
+    as_bytes = native.to_bytes() if hasattr(native, "to_bytes") else bytes(native)
+    assert as_bytes == b"\x00\x01binary\xff" and len(native) == 9
+    await storage.write_batch(raw_sets=[("local:copy", native)])
+    assert bytes(await storage.get_item_raw("local:copy")) == b"\x00\x01binary\xff"
+    assert await storage.get_item_raw_native("local:absent") is None
 
 
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -119,9 +119,11 @@ class SessionStore:
         mark("readSessions")
         await self.mirror.load([session_row(m) for m in self._metas.values()], [])
         mark("loadSessions")
-        snapshots = [await self.storage.get_item_raw(snapshot_key(t)) for t in SNAPSHOT_TABLES]
+        snapshots = [
+            await self.storage.get_item_raw_native(snapshot_key(t)) for t in SNAPSHOT_TABLES
+        ]
         mark("readSnapshot")
-        restored = all(snapshots)
+        restored = all(data is not None and len(data) for data in snapshots)
         if restored:
             try:
                 for table, data in zip(SNAPSHOT_TABLES, snapshots, strict=True):

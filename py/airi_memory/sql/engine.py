@@ -65,7 +65,8 @@ class SqlEngine(ABC):
 
     @abstractmethod
     async def export_table(self, table: str) -> bytes:
-        """A table's rows as opaque bytes for ``import_table`` of the same engine kind."""
+        """A table's rows as opaque bytes for ``import_table`` of the same engine kind
+        (bytes, or the host's own bytes object: pass it on, do not look inside)."""
 
     @abstractmethod
     async def import_table(self, table: str, data: bytes) -> int:

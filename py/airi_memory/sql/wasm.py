@@ -97,10 +97,10 @@ class WasmDuckDb(SqlEngine):
         )  # fmt: skip
         return int(count)
 
-    async def export_table(self, table: str) -> bytes:
-        """Arrow IPC stream bytes, made and read back by DuckDB-WASM's own Arrow."""
-        data = await self._call("exportArrow", f"SELECT * FROM {check_identifier(table)}")
-        return data.to_bytes()
+    async def export_table(self, table: str) -> Any:
+        """Arrow IPC stream bytes, made and read back by DuckDB-WASM's own Arrow; left in
+        JS (a Uint8Array) for storage to keep, never copied into Python's heap."""
+        return await self._call("exportArrow", f"SELECT * FROM {check_identifier(table)}")
 
     async def import_table(self, table: str, data: bytes) -> int:
         data = data if isinstance(data, JsProxy) else to_js(data)

@@ -38,6 +38,12 @@ class Driver(ABC):
     async def get_item_raw(self, key: str) -> Any:
         return await self.get_item(key)
 
+    async def get_item_raw_native(self, key: str) -> Any:
+        """Stored bytes in the host's own form, to hand to another port without a copy
+        into Python (a JS Uint8Array in the browser: a 60 MB snapshot would otherwise
+        grow Python's heap for good). Plain bytes where Python is the host."""
+        return await self.get_item_raw(key)
+
     async def set_item_raw(self, key: str, value: Any) -> None:
         await self.set_item(key, value)
 

@@ -56,6 +56,11 @@ class IndexedDbDriver(Driver):
     async def get_item(self, key: str) -> Any:
         return to_python(await self._store.get(self._key(key)))
 
+    async def get_item_raw_native(self, key: str) -> Any:
+        value = await self._store.get(self._key(key))
+        typed_array = isinstance(value, JsProxy) and hasattr(value, "to_bytes")
+        return value if typed_array else to_python(value)
+
     async def set_item(self, key: str, value: Any) -> None:
         await self._store.set(self._key(key), value)
 

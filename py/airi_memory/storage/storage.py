@@ -101,6 +101,11 @@ class Storage:
         route = self._route(item_key(key))
         return await route.driver.get_item_raw(route.relative_key)
 
+    async def get_item_raw_native(self, key: str) -> Any:
+        """Bytes to pass on to another port as they are (see Driver); None if absent."""
+        route = self._route(item_key(key))
+        return await route.driver.get_item_raw_native(route.relative_key)
+
     async def set_item(self, key: str, value: Any) -> None:
         normalized = item_key(key)
         text = stringify(value, normalized)
@@ -153,7 +158,11 @@ class Storage:
         mounts are refused, because no driver can make those atomic together.
         """
         prepared = [self._prepare(k, v) for k, v in sets]
-        prepared += [(self._route(item_key(k)), bytes(v)) for k, v in raw_sets]
+        # Raw values pass as they are: bytes, or a port's native bytes (a JS typed array).
+        prepared += [
+            (self._route(item_key(k)), bytes(v) if isinstance(v, bytearray | memoryview) else v)
+            for k, v in raw_sets
+        ]
         removed = [self._route(item_key(key)) for key in removes]
         prefixes = [self._route(base_key(prefix)) for prefix in remove_prefixes]
         texts: dict[int, str] = {}  # one patch object shared by many keys is encoded once
