@@ -1,6 +1,6 @@
-"""Semantic retrieval: message vectors in DuckDB (``message_vectors``: int8 codes,
-TINYINT[dim], and a scale; see quantize), kept up to date in the background and
-persisted, so nothing is embedded twice.
+"""Semantic retrieval: message vectors in DuckDB (``message_vectors``: int8 codes and a
+scale, see quantize; held as TINYINT[dim], or as FLOAT[dim] without ``compactVectors``),
+kept up to date in the background and persisted, so nothing is embedded twice.
 
 Indexing never sits on the write path: a write only wakes the indexer, which embeds
 new user and assistant messages in batches, inserts them into DuckDB, and stores each
@@ -38,8 +38,9 @@ LOAD_CHUNK = 8192  # stored vectors inserted per statement at start
 WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
 
 
-def vectors_table(name: str, keys: str, dimensions: int) -> str:
-    return f"CREATE OR REPLACE TABLE {name} ({keys}, vec TINYINT[{dimensions}], scale FLOAT)"
+def vectors_table(name: str, keys: str, dimensions: int, compact: bool = True) -> str:
+    element = "TINYINT" if compact else "FLOAT"
+    return f"CREATE OR REPLACE TABLE {name} ({keys}, vec {element}[{dimensions}], scale FLOAT)"
 
 
 def encode_batch(
@@ -141,7 +142,9 @@ class VectorIndex:
         self.state = "loading"
         started = time.perf_counter()
         dims = self.config.dimensions
-        await self.sql.execute(vectors_table(TABLE, "doc INTEGER", dims))
+        await self.sql.execute(
+            vectors_table(TABLE, "doc INTEGER", dims, self.config.compact_vectors)
+        )
         await self.sessions.mirror.flush()
         keys: list[tuple[str, str]] = []
         codes, scales = bytearray(), bytearray()
