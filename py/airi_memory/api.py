@@ -270,9 +270,9 @@ class MemorySystem:
         if self.vectors is not None:
             self.vectors.start()
 
-    def _wake_indexer(self) -> None:
+    def _wake_indexer(self, deleted: bool) -> None:
         if self.vectors is not None:
-            self.vectors.notify()
+            self.vectors.notify(deleted)
 
     async def configure_embeddings(self, config: Any) -> dict[str, Any]:
         """Another provider or model: its own vectors (stored ones reused, the rest

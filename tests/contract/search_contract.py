@@ -395,6 +395,47 @@ async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):
     assert (await settled(restarted, indexed=3))["indexed"] == 3 and calls == []
 
 
+async def case_deleted_messages_take_their_stored_vectors_with_them(open_system):
+    """An embedding gives away much of its text: deleting a message (or its session)
+    removes its vector from storage too, not only from the index."""
+    import asyncio
+
+    from airi_memory.search.semantic import decode_batch
+
+    async def stored_texts(system):
+        found = set()
+        for _, data in await system.storage.get_all("local:memory:vectors", raw=True):
+            found.update(decode_batch(bytes(data))[0])
+        rows = await system.query("SELECT session_id, record, folded FROM chat_messages")
+        names = {(r["session_id"], r["record"]): r["folded"] for r in rows}
+        return {names.get(key, f"deleted {key}") for key in found}
+
+    async def until(system, wanted):
+        for _ in range(200):
+            if (got := await stored_texts(system)) == wanted:
+                return got
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"stored vectors: {got}, wanted {wanted}")
+
+    system = await open_system(**QUIET)
+    await use_toy_embeddings(system)
+    sid, added = await session_with(system, ["secret one", "keep two", "keep three"])
+    other, _ = await session_with(system, ["other session"])
+    await settled(system, indexed=4)
+    assert await stored_texts(system) == {"secret one", "keep two", "keep three", "other session"}
+    await system.sessions.delete_message(sid, added[0]["id"])
+    await until(system, {"keep two", "keep three", "other session"})
+    await system.sessions.delete_session(sid)
+    await until(system, {"other session"})
+    assert (await system.embeddings_status())["indexed"] == 1
+    restarted = await open_system(**QUIET)
+    calls = await use_toy_embeddings(restarted)
+    assert (await settled(restarted, indexed=1))["indexed"] == 1 and calls == []
+    found = await restarted.searcher.search({"query": "secret", "strategy": "semantic"})
+    assert contents(found) == ["other session"]
+    assert other in {hit["sessionId"] for hit in found["results"]}
+
+
 async def case_a_new_model_never_mixes_vectors(open_system):
     system = await open_system(**QUIET)
     await use_toy_embeddings(system, "toy")

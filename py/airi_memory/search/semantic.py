@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..context.tokens import message_token_text
-from ..errors import AiriMemoryError, InvalidValueError
+from ..errors import InvalidValueError
 from ..sessions import SessionStore
 from .embeddings import Embedder
 from .filters import Scope
@@ -88,8 +88,11 @@ class VectorIndex:
         # table and must not embed the same messages twice).
         self._indexing = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
-        self._batches = 0
         self._run_began = (0.0, 0)  # when this indexing run began, and the count then
+        self._batches = 0  # stored by this tab, numbering their keys
+        # Stored batches by number (``message_vectors.batch``): storage key, vectors in it.
+        self._stored: dict[int, tuple[str, int]] = {}
+        self._prune_due = True  # stored batches may hold vectors of deleted messages
 
     @property
     def sql(self) -> Any:
@@ -105,8 +108,9 @@ class VectorIndex:
                 await self._task
             self._task = None
 
-    def notify(self) -> None:
-        """A write happened: there may be something new to embed."""
+    def notify(self, deleted: bool = False) -> None:
+        """A write happened: there may be something new to embed, or vectors to forget."""
+        self._prune_due = self._prune_due or deleted
         self._wake.set()
 
     async def _run(self) -> None:
@@ -119,6 +123,8 @@ class VectorIndex:
             self._loaded.set()
         while True:
             try:
+                if self._prune_due:
+                    await self._prune()
                 if self.config.background_indexing:
                     await self._index_pending()
                 else:
@@ -128,8 +134,8 @@ class VectorIndex:
                 await self._wake.wait()
                 self._wake.clear()
                 await asyncio.sleep(SETTLE_S)
-            except AiriMemoryError as error:  # a provider or storage failure: try later
-                self._fail(error)
+            except Exception as error:  # a provider or storage failure (or a bug): shown
+                self._fail(error)  # in the status, and tried again later
                 await asyncio.sleep(RETRY_S)
 
     def _fail(self, error: Exception) -> None:
@@ -143,36 +149,52 @@ class VectorIndex:
         started = time.perf_counter()
         dims = self.config.dimensions
         await self.sql.execute(
-            vectors_table(TABLE, "doc INTEGER", dims, self.config.compact_vectors)
+            vectors_table(TABLE, "doc INTEGER, batch INTEGER", dims, self.config.compact_vectors)
         )
         await self.sessions.mirror.flush()
         keys: list[tuple[str, str]] = []
+        batches: list[int] = []
         codes, scales = bytearray(), bytearray()
-        for _, data in await self.sessions.storage.get_all(self.prefix, raw=True):
+        for key, data in await self.sessions.storage.get_all(self.prefix, raw=True):
             batch_keys, batch_codes, batch_scales, stored_dims = decode_batch(bytes(data))
             if stored_dims == dims:
+                batch = self._remember(key, len(batch_keys))
                 keys += batch_keys
+                batches += [batch] * len(batch_keys)
                 codes += batch_codes
                 scales += batch_scales
             if len(keys) >= LOAD_CHUNK:  # thousands of small batches, few big inserts
-                await self._insert(keys, bytes(codes), bytes(scales))
-                keys, codes, scales = [], bytearray(), bytearray()
+                await self._insert(keys, batches, bytes(codes), bytes(scales))
+                keys, batches, codes, scales = [], [], bytearray(), bytearray()
         if keys:
-            await self._insert(keys, bytes(codes), bytes(scales))
+            await self._insert(keys, batches, bytes(codes), bytes(scales))
         self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
         self.load_ms = round((time.perf_counter() - started) * 1000, 1)
 
-    async def _insert(self, keys: list[tuple[str, str]], codes: bytes, scales: bytes) -> None:
+    def _remember(self, key: str, count: int) -> int:
+        batch = len(self._stored) and max(self._stored) + 1
+        self._stored[batch] = (key, count)
+        return batch
+
+    async def _insert(
+        self, keys: list[tuple[str, str]], batches: list[int], codes: bytes, scales: bytes
+    ) -> None:
         """Vectors by (session id, record) into the table by ``doc``: messages deleted
         meanwhile (or before a reload) simply find no row to join."""
-        columns = {"session_id": [k[0] for k in keys], "record": [k[1] for k in keys]}
+        columns = {
+            "session_id": [k[0] for k in keys],
+            "record": [k[1] for k in keys],
+            "batch": [str(batch) for batch in batches],
+        }
         # A new staging table each time, dropped after: an in-memory DuckDB table keeps the
         # memory of deleted rows (100k vectors' worth after a load).
         dims = self.config.dimensions
-        await self.sql.execute(vectors_table(STAGING, "session_id VARCHAR, record VARCHAR", dims))
+        await self.sql.execute(
+            vectors_table(STAGING, "session_id VARCHAR, record VARCHAR, batch VARCHAR", dims)
+        )
         await self.sql.insert_vectors(STAGING, columns, codes, scales, dims)
         await self.sql.execute(
-            f"INSERT INTO {TABLE} SELECT m.doc, v.vec, v.scale FROM {STAGING} v "
+            f"INSERT INTO {TABLE} SELECT m.doc, v.batch::INTEGER, v.vec, v.scale FROM {STAGING} v "
             "JOIN chat_messages m ON m.session_id = v.session_id AND m.record = v.record "
             f"WHERE NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
         )
@@ -244,14 +266,49 @@ class VectorIndex:
         """Quantized vectors of messages by (session id, record): into DuckDB, and kept."""
         await self._loaded.wait()  # the tables exist, and stored vectors are back
         dims = self.config.dimensions
-        await self._insert(keys, codes, scales)
         self._batches += 1
         stamp = f"{self.sessions.clock():013d}-{self.sessions.writer}-{self._batches:06d}"
-        await self.sessions.storage.set_item_raw(
-            f"{self.prefix}:{stamp}", encode_batch(keys, codes, scales, dims)
-        )
+        key = f"{self.prefix}:{stamp}"
+        batch = self._remember(key, len(keys))
+        await self._insert(keys, [batch] * len(keys), codes, scales)
+        await self.sessions.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
         self.indexed += len(keys)
         self.pending = max(self.pending - len(keys), 0)
+
+    async def _prune(self) -> None:
+        """Stored batches forget the vectors of deleted messages (an embedding gives away
+        much of its text), and the duplicates two tabs may both have stored."""
+        async with self._indexing:
+            self._prune_due = False
+            await self.sessions.mirror.flush()
+            live = await self.sql.query(f"SELECT batch, count(*) AS n FROM {TABLE} GROUP BY 1")
+            counts = dict(live.tuples())
+            for batch, (key, stored) in list(self._stored.items()):
+                if counts.get(batch, 0) < stored:
+                    await self._rewrite(batch, key)
+            self.indexed = int(sum(counts.values()))
+
+    async def _rewrite(self, batch: int, key: str) -> None:
+        """One stored batch again, with only the vectors DuckDB still holds from it."""
+        live = await self.sql.query(
+            f"SELECT m.session_id, m.record FROM {TABLE} v JOIN chat_messages m "
+            "ON m.doc = v.doc WHERE v.batch = ?",
+            [batch],
+        )
+        kept_keys = set(live.tuples())
+        data = await self.sessions.storage.get_item_raw(key)
+        keys, codes, scales, dims = decode_batch(bytes(data)) if data else ([], b"", b"", 0)
+        kept = [row for row, k in enumerate(keys) if k in kept_keys]
+        if not kept:
+            await self.sessions.storage.remove_item(key)
+            del self._stored[batch]
+            return
+        kept_codes = b"".join(codes[row * dims : (row + 1) * dims] for row in kept)
+        kept_scales = b"".join(scales[row * 4 : (row + 1) * 4] for row in kept)
+        await self.sessions.storage.set_item_raw(
+            key, encode_batch([keys[row] for row in kept], kept_codes, kept_scales, dims)
+        )
+        self._stored[batch] = (key, len(kept))
 
     def _progress(self) -> None:
         self.emit("embedding-progress", self.status())

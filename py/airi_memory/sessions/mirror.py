@@ -38,7 +38,8 @@ SCHEMA = [
     """CREATE OR REPLACE TABLE search_terms (doc INTEGER, term BIGINT, tf INTEGER)""",
     # Message vectors: filled by search.semantic (which re-creates it with its model's
     # dimensions); here so that deleting a message always deletes its vector too.
-    """CREATE OR REPLACE TABLE message_vectors (doc INTEGER, vec TINYINT[384], scale FLOAT)""",
+    """CREATE OR REPLACE TABLE message_vectors (
+        doc INTEGER, batch INTEGER, vec TINYINT[384], scale FLOAT)""",
 ]
 # Tables keyed by ``doc`` that follow chat_messages: deleted before it, with it.
 DERIVED_TABLES = ("search_terms", "message_vectors")

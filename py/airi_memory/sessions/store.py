@@ -66,7 +66,8 @@ class SessionStore:
     ) -> None:
         self.storage = storage
         self.publish = publish  # tells other tabs a journal record to apply
-        self.write_listeners: list[Callable[[], None]] = []  # told of every write (indexers)
+        # Told of every write (indexers), and whether it may have deleted messages.
+        self.write_listeners: list[Callable[[bool], None]] = []
         self.mirror = mirror
         self.user_id = user_id
         self.cache = cache
@@ -223,9 +224,9 @@ class SessionStore:
                 self._next_seq[sid] = max(self._next_seq.get(sid, 0), seq + 1)
         for sid in touched:
             self.cache.invalidate(sid)
-        if touched:
+        if touched:  # another tab's writes: deletes among them, perhaps
             for listener in self.write_listeners:
-                listener()
+                listener(True)
         return {"sessionIds": sorted(touched), "records": len(keys)}
 
     async def sync(self, journal_keys: list[str] | None = None) -> dict[str, Any]:
@@ -251,7 +252,7 @@ class SessionStore:
         if self.publish:
             self.publish(journal_key)
         for listener in self.write_listeners:
-            listener()
+            listener(bool(removes or prefixes))
         if self.journal.keys_since_snapshot >= self.snapshot_after and not self._background:
             self._in_background(self.snapshot)
         return journal_key
