@@ -5,6 +5,7 @@ mounted on the driver under test. Self-contained: it runs inside Pyodide too.
 """
 
 from airi_memory.errors import InvalidKeyError, InvalidValueError, UnknownMountError
+from airi_memory.storage.driver import native_bytes
 
 
 async def case_json_values_round_trip(storage):
@@ -153,6 +154,11 @@ async def case_raw_values(storage):
     await storage.write_batch(raw_sets=[("local:copy", native)])
     assert bytes(await storage.get_item_raw("local:copy")) == b"\x00\x01binary\xff"
     assert await storage.get_item_raw_native("local:absent") is None
+    listed = await storage.get_all_raw_native("local:")
+    assert [(key, native_bytes(value)) for key, value in listed] == [
+        ("local:blob", b"\x00\x01binary\xff"),
+        ("local:copy", b"\x00\x01binary\xff"),
+    ]
 
 
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

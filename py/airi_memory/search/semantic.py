@@ -23,6 +23,7 @@ from typing import Any
 from ..context.tokens import message_token_text
 from ..errors import InvalidValueError
 from ..sessions import SessionStore
+from ..storage.driver import native_bytes
 from .embeddings import Embedder
 from .filters import Scope
 from .messages import by_doc, hit
@@ -155,8 +156,9 @@ class VectorIndex:
         keys: list[tuple[str, str]] = []
         batches: list[int] = []
         codes, scales = bytearray(), bytearray()
-        for key, data in await self.sessions.storage.get_all(self.prefix, raw=True):
-            batch_keys, batch_codes, batch_scales, stored_dims = decode_batch(bytes(data))
+        # One stored batch at a time into Python: its heap never gives memory back.
+        for key, data in await self.sessions.storage.get_all_raw_native(self.prefix):
+            batch_keys, batch_codes, batch_scales, stored_dims = decode_batch(native_bytes(data))
             if stored_dims == dims:
                 batch = self._remember(key, len(batch_keys))
                 keys += batch_keys

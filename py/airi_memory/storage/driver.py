@@ -87,6 +87,12 @@ class Driver(ABC):
             return [(key, await self.get_item_raw(key)) for key in keys]
         return list(zip(keys, await self.get_items(keys), strict=True))
 
+    async def get_all_raw_native(self, prefix: str) -> list[tuple[str, Any]]:
+        """``get_all(prefix, raw=True)`` with bytes in the host's own form (see
+        ``get_item_raw_native``): a caller converts one value at a time (``native_bytes``)
+        instead of holding every one in Python's heap at once."""
+        return await self.get_all(prefix, raw=True)
+
     async def dispose(self) -> None:
         """Release resources; the default driver holds none."""
 
@@ -100,3 +106,8 @@ def merge_json_object(stored: Any, patch: str) -> str | None:
     if not isinstance(current, dict):
         return None
     return json.dumps({**current, **json.loads(patch)}, ensure_ascii=False, separators=(",", ":"))
+
+
+def native_bytes(value: Any) -> bytes:
+    """Bytes of a value from a ``*_native`` read: a host buffer (``to_bytes``) or bytes."""
+    return value.to_bytes() if hasattr(value, "to_bytes") else bytes(value)

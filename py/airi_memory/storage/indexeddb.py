@@ -111,6 +111,11 @@ class IndexedDbDriver(Driver):
         cut = len(self._prefix)
         return list(zip((key[cut:] for key in found.keys), found.values.to_py(), strict=True))
 
+    async def get_all_raw_native(self, prefix: str) -> list[tuple[str, Any]]:
+        found = await self._store.getAll(self._key(prefix))
+        cut = len(self._prefix)
+        return list(zip((key[cut:] for key in found.keys), found.values, strict=True))
+
     async def get_keys(self, base: str) -> list[str]:
         keys = await self._store.keys(self._key(base))
         return [key[len(self._prefix) :] for key in keys]

@@ -199,6 +199,12 @@ class Storage:
             return [(route.base + key, value) for key, value in found]
         return [(route.base + key, destr(value)) for key, value in found]
 
+    async def get_all_raw_native(self, prefix: str) -> list[tuple[str, Any]]:
+        """Every (key, raw value) under ``prefix``, values in the host's own form."""
+        route = self._route(base_key(prefix))
+        found = await route.driver.get_all_raw_native(route.relative_key)
+        return [(route.base + key, value) for key, value in found]
+
     # --- keys ---------------------------------------------------------------------
     async def get_keys(self, base: str = "", max_depth: int | None = None) -> list[str]:
         base = base_key(base)
