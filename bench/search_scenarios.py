@@ -116,11 +116,12 @@ TABLES_MB = """async () => (await memory.query(
     "SELECT sum(memory_usage_bytes) / 1e6 AS mb FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"))[0].mb"""
 
 VECTORS_LOADED = """async () => {
-    for (;;) {
+    for (let waited = 0; waited < 300000; waited += 50) {
         const status = await memory.embeddingsStatus();
         if (status.state !== 'starting' && status.state !== 'loading') return status;
         await new Promise((resolve) => setTimeout(resolve, 50));
     }
+    throw new Error('stored vectors did not load within 5 minutes');
 }"""
 
 

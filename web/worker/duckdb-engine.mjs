@@ -83,7 +83,6 @@ export async function openDuckDb(runtimeUrl) {
       }
       return columns.length ? columns[0].length : 0;
     },
-    /** Rows of text keys plus one FLOAT[dimensions] column from a flat Float32Array. */
     /** Rows of key columns plus `vec` TINYINT[dimensions] (int8 codes, row after row)
      *  and `scale` FLOAT (float32 bytes, one per row), through one Arrow table. */
     async insertVectors(table, names, keyColumns, codeBytes, scaleBytes, dimensions) {

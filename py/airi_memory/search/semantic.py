@@ -90,9 +90,9 @@ class VectorIndex:
         self._indexing = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._run_began = (0.0, 0)  # when this indexing run began, and the count then
-        self._batches = 0  # stored by this tab, numbering their keys
         # Stored batches by number (``message_vectors.batch``): storage key, vectors in it.
         self._stored: dict[int, tuple[str, int]] = {}
+        self._batches = 0  # the last number given
         self._prune_due = True  # stored batches may hold vectors of deleted messages
 
     @property
@@ -160,7 +160,8 @@ class VectorIndex:
         for key, data in await self.sessions.storage.get_all_raw_native(self.prefix):
             batch_keys, batch_codes, batch_scales, stored_dims = decode_batch(native_bytes(data))
             if stored_dims == dims:
-                batch = self._remember(key, len(batch_keys))
+                batch = self._number()
+                self._stored[batch] = (key, len(batch_keys))
                 keys += batch_keys
                 batches += [batch] * len(batch_keys)
                 codes += batch_codes
@@ -173,10 +174,10 @@ class VectorIndex:
         self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
         self.load_ms = round((time.perf_counter() - started) * 1000, 1)
 
-    def _remember(self, key: str, count: int) -> int:
-        batch = len(self._stored) and max(self._stored) + 1
-        self._stored[batch] = (key, count)
-        return batch
+    def _number(self) -> int:
+        """The next stored batch's number (unique in this tab, so its keys are too)."""
+        self._batches += 1
+        return self._batches
 
     async def _insert(
         self, keys: list[tuple[str, str]], batches: list[int], codes: bytes, scales: bytes
@@ -268,10 +269,9 @@ class VectorIndex:
         """Quantized vectors of messages by (session id, record): into DuckDB, and kept."""
         await self._loaded.wait()  # the tables exist, and stored vectors are back
         dims = self.config.dimensions
-        self._batches += 1
-        stamp = f"{self.sessions.clock():013d}-{self.sessions.writer}-{self._batches:06d}"
-        key = f"{self.prefix}:{stamp}"
-        batch = self._remember(key, len(keys))
+        batch = self._number()
+        key = f"{self.prefix}:{self.sessions.clock():013d}-{self.sessions.writer}-{batch:06d}"
+        self._stored[batch] = (key, len(keys))
         await self._insert(keys, [batch] * len(keys), codes, scales)
         await self.sessions.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
         self.indexed += len(keys)
@@ -306,7 +306,8 @@ class VectorIndex:
             del self._stored[batch]
             return
         kept_codes = b"".join(codes[row * dims : (row + 1) * dims] for row in kept)
-        kept_scales = b"".join(scales[row * 4 : (row + 1) * 4] for row in kept)
+        row_scales = array("f", scales)
+        kept_scales = array("f", [row_scales[row] for row in kept]).tobytes()
         await self.sessions.storage.set_item_raw(
             key, encode_batch([keys[row] for row in kept], kept_codes, kept_scales, dims)
         )
