@@ -32,8 +32,10 @@ from .search.service import Searcher
 from .sessions import SessionStore
 from .sessions.analytics import message_analytics
 from .sessions.mirror import SessionMirror
+from .sessions.records import LIBRARY_KEYS
 from .sql import SqlEngine
 from .storage import Storage
+from .storage.public import PublicStorage
 
 AppCall = Callable[[str, Any], Awaitable[Any]]
 
@@ -64,6 +66,8 @@ class MemorySystem:
         self.options = options
         self.sessions = sessions
         self.ports = ports
+        public = PublicStorage(storage, [LIBRARY_KEYS])  # the app's view: ours is read-only
+        self._public = public
         self.context = ContextStore(
             storage,
             options.user_id,
@@ -88,16 +92,16 @@ class MemorySystem:
             "ping": self.ping,
             "close": self.close,
             "query": self.query,
-            "storage.getItem": storage.get_item,
-            "storage.getItemRaw": storage.get_item_raw,
-            "storage.getItems": storage.get_items,
-            "storage.setItem": storage.set_item,
-            "storage.setItemRaw": storage.set_item_raw,
+            "storage.getItem": public.get_item,
+            "storage.getItemRaw": public.get_item_raw,
+            "storage.getItems": public.get_items,
+            "storage.setItem": public.set_item,
+            "storage.setItemRaw": public.set_item_raw,
             "storage.setItems": self._set_items,
-            "storage.hasItem": storage.has_item,
-            "storage.removeItem": storage.remove_item,
-            "storage.getKeys": storage.get_keys,
-            "storage.clear": storage.clear,
+            "storage.hasItem": public.has_item,
+            "storage.removeItem": public.remove_item,
+            "storage.getKeys": public.get_keys,
+            "storage.clear": public.clear,
             "storage.getMounts": self._mounts,
             "diagnostics.bulkInsert": self._bulk_insert,
             "diagnostics.fillVectors": self._fill_vectors,
@@ -145,7 +149,7 @@ class MemorySystem:
         sql: SqlEngine,
         raw_options: object,
         clock: Callable[[], int] = now_ms,
-        publish: Callable[[str], None] | None = None,
+        publish: Callable[[int], None] | None = None,
         ports: HostPorts | None = None,
     ) -> "MemorySystem":
         options = parse_options(raw_options)
@@ -154,6 +158,8 @@ class MemorySystem:
         )
         system = cls(storage, sql, options, sessions, ports or HostPorts())
         system._configure_embeddings(options.embeddings)
+        if sessions.quarantined and system.ports.emit:  # kept in place, left out, reported
+            system.ports.emit("quarantine", {"records": sessions.stats()["quarantined"]})
         await system.summarizer.load()
         if options.retention.enabled:
             system.scheduler.start(run_now=options.retention.run_at_start)
@@ -355,7 +361,7 @@ class MemorySystem:
             isinstance(i, dict) and "key" in i for i in items
         ):
             raise InvalidValueError("setItems expects a list of {key, value} objects")
-        await self.storage.set_items((item["key"], item.get("value")) for item in items)
+        await self._public.set_items((item["key"], item.get("value")) for item in items)
 
     async def _mounts(self) -> list[dict[str, str]]:
         return [

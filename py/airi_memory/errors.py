@@ -38,6 +38,15 @@ class StorageQuotaError(AiriMemoryError):
     """The browser refused a write for lack of space (IndexedDB QuotaExceededError)."""
 
 
+class WriteConflictError(AiriMemoryError):
+    """A record a write depends on changed (or vanished) before the write committed;
+    nothing of the write was stored. The writer catches up and decides again."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"record {key!r} changed under this write; nothing was stored")
+        self.key = key
+
+
 class NotFoundError(_PlainKeyError):
     """A session or message that does not exist."""
 

@@ -1,5 +1,7 @@
 """Options a JS app passes to ``createMemorySystem``, validated on the way in."""
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .context.tokens import ModelPreset
@@ -39,6 +41,11 @@ class SystemOptions(_Options):
     models: dict[str, ModelPreset] = Field(default_factory=dict)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     embeddings: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    # "strict": a write resolves once IndexedDB flushed it to disk (survives an OS crash);
+    # "relaxed": once the browser has it (survives a tab crash, faster).
+    durability: Literal["strict", "relaxed"] = "strict"
+    # How often a tab catches up with other tabs' writes when no hint arrives (ms).
+    tab_poll_ms: int = Field(default=5000, alias="tabPollMs", ge=100, le=3_600_000)
 
 
 def parse_options(raw: object) -> SystemOptions:

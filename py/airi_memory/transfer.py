@@ -91,8 +91,9 @@ async def import_sessions(store: SessionStore, data: Any, options: Any = None) -
     parsed = _validate(entries)
 
     async def task() -> dict[str, Any]:
+        await store.catch_up()  # what other tabs imported counts as known too
         existing = await store.get_all_sessions()
-        known_ids = {meta["sessionId"] for meta in existing}
+        known_ids = store.session_ids()  # every user's: an import never overwrites one
         imported_from = {meta.get("importedFrom") for meta in existing} - {None}
         accepted, skipped, seen = [], 0, set()
         for meta, messages in parsed:

@@ -296,16 +296,22 @@ async def case_retention_of_many_sessions_keeps_other_tabs_edits(open_system):
     system = await open_system(clock=clock, **QUIET)
     ids = await aged_sessions(system, clock, [(f"s{i:03d}", 40 + i % 3, {}) for i in range(100)])
     other_tab = await open_system(clock=clock, **QUIET)
-    renamed = [ids["s007"], ids["s093"]]
-    for sid in renamed:  # edits this tab has not seen
-        await other_tab.sessions.rename_session(sid, "renamed elsewhere")
+    tagged = [ids["s007"], ids["s093"]]
+    for sid in tagged:  # edits this tab has not seen (a tag is not activity)
+        await other_tab.sessions.tag_session(sid, ["tagged elsewhere"])
+    # A rename is activity: retention decides on what the store holds, not on this tab's
+    # older picture, so the session renamed a moment ago in the other tab stays active.
+    renamed = ids["s050"]
+    await other_tab.sessions.rename_session(renamed, "renamed elsewhere")
     report = await system.apply_retention_policy()
-    assert sorted(report["archivedInactive"]) == sorted(ids.values())
+    assert sorted(report["archivedInactive"]) == sorted(set(ids.values()) - {renamed})
     restarted = await open_system(clock=clock, **QUIET)
     stored = {m["sessionId"]: m for m in await restarted.sessions.get_all_sessions()}
-    assert len(stored) == 100 and all(m["archived"] for m in stored.values())
-    assert [stored[sid]["title"] for sid in renamed] == ["renamed elsewhere"] * 2
-    assert stored[ids["s050"]]["title"] == "s050"
+    assert len(stored) == 100
+    assert [sid for sid, m in stored.items() if not m["archived"]] == [renamed]
+    assert [stored[sid]["tags"] for sid in tagged] == [["tagged elsewhere"]] * 2
+    assert stored[renamed]["title"] == "renamed elsewhere"
+    assert stored[ids["s051"]]["title"] == "s051"
 
 
 async def case_retention_scheduler_runs_at_start_and_on_interval(open_system):

@@ -6,11 +6,11 @@ from pathlib import Path
 import pytest
 from pytest_pyodide import run_in_pyodide
 
-from contract import context_contract, search_contract, sessions_contract
+from contract import context_contract, durability_contract, search_contract, sessions_contract
 
 CONTRACTS = {
     module.__name__.rsplit(".", 1)[1]: module
-    for module in (sessions_contract, context_contract, search_contract)
+    for module in (sessions_contract, durability_contract, context_contract, search_contract)
 }
 FOLDER = Path(__file__).parent.parent / "contract"
 SOURCES = {name: (FOLDER / f"{name}.py").read_text() for name in CONTRACTS}

@@ -1,12 +1,24 @@
 // IndexedDB records laid out as unstorage's indexedb driver lays them out (idb-keyval's
 // database "keyval-store", store "keyval", key "<base>:<key>"), with one difference:
 // listing and clearing work on a key range, so a mount never sees or wipes another's keys.
-import { createStore, del, get, getMany, promisifyRequest, set, setMany } from "idb-keyval";
+import { del, get, getMany, promisifyRequest, set, setMany } from "idb-keyval";
 
 const prefixRange = (prefix) => IDBKeyRange.bound(prefix, `${prefix}\uffff`);
+const LOG_DIGITS = 16;
+const logKey = (prefix, number) => `${prefix}:${String(number).padStart(LOG_DIGITS, "0")}`;
 
-export function openStore(dbName, storeName) {
-  const store = createStore(dbName, storeName);
+// idb-keyval's createStore, plus the transaction's durability: "strict" waits until the
+// commit is flushed to disk, so a write resolved before an OS crash is still there after.
+function createStore(dbName, storeName, durability) {
+  const request = indexedDB.open(dbName);
+  request.onupgradeneeded = () => request.result.createObjectStore(storeName);
+  const database = promisifyRequest(request);
+  return (mode, callback) =>
+    database.then((db) => callback(db.transaction(storeName, mode, { durability }).objectStore(storeName)));
+}
+
+export function openStore(dbName, storeName, { durability = "strict" } = {}) {
+  const store = createStore(dbName, storeName, durability);
   return {
     async has(key) {
       return (await get(key, store)) !== undefined;
@@ -18,24 +30,63 @@ export function openStore(dbName, storeName) {
     // One transaction: every entry is written, or none is.
     setMany: (entries) => setMany(entries, store),
     delete: (key) => del(key, store),
-    // Prefix deletes, deletes, sets and JSON merge patches in ONE transaction: all of it
-    // is stored, or none. A patch merges its fields into the stored JSON object.
-    apply: (entries, keys, prefixes, patches = []) =>
+    // Guards, prefix deletes, deletes, sets, JSON merge patches and a log entry in ONE
+    // transaction: all of it is stored, or none. A patch merges its fields into the
+    // stored JSON object. Guards are read first; if one fails, the transaction is aborted
+    // before anything was written and the error names its key (WriteConflictError). The
+    // log entry takes the next number from the head record read inside the transaction:
+    // writes to one store commit one at a time, so numbers follow commit order.
+    apply: (entries, keys, prefixes, patches = [], guards = [], log = undefined) =>
       store("readwrite", (s) => {
-        for (const prefix of prefixes) s.delete(prefixRange(prefix));
-        for (const key of keys) s.delete(key);
-        for (const [key, value] of entries) s.put(value, key);
-        if (patches.length >= MANY_PATCHES) mergeFromRange(s, patches);
-        else {
-          for (const [key, patch] of patches) {
-            const read = s.get(key);
-            read.onsuccess = () => {
-              const merged = mergeJsonObject(read.result, patch);
-              if (merged !== undefined) s.put(merged, key);
-            };
-          }
-        }
-        return promisifyRequest(s.transaction);
+        const done = new Promise((resolve, reject) => {
+          let conflict = null;
+          let number = null;
+          const checks = guards.map(([key, field, equals]) => [key, field, equals, s.get(key)]);
+          const head = log ? s.get(log.head) : null;
+          const write = () => {
+            const failed = checks.find(([, field, equals, read]) => !guardHolds(read.result, field, equals));
+            if (failed) {
+              conflict = failed[0];
+              s.transaction.abort();
+              return;
+            }
+            for (const prefix of prefixes) s.delete(prefixRange(prefix));
+            for (const key of keys) s.delete(key);
+            for (const [key, value] of entries) s.put(value, key);
+            if (patches.length >= MANY_PATCHES) mergeFromRange(s, patches);
+            else {
+              for (const [key, patch] of patches) {
+                const read = s.get(key);
+                read.onsuccess = () => {
+                  const merged = mergeJsonObject(read.result, patch);
+                  if (merged !== undefined) s.put(merged, key);
+                };
+              }
+            }
+            if (log) number = appendToLog(s, log, parseHead(head.result));
+          };
+          // Requests of one transaction complete in the order they were made.
+          const last = head ?? checks.at(-1)?.[3];
+          if (last) last.onsuccess = write;
+          else write();
+          s.transaction.oncomplete = () => resolve(number ?? undefined);
+          s.transaction.onabort = s.transaction.onerror = () => {
+            if (conflict === null) reject(s.transaction.error);
+            else reject(Object.assign(new Error(conflict), { name: "WriteConflictError" }));
+          };
+        });
+        return done;
+      }),
+    // A log's head and its entries numbered above `after`, in one transaction.
+    readLog: (prefix, headKey, after) =>
+      store("readonly", async (s) => {
+        const range = IDBKeyRange.bound(logKey(prefix, after + 1), `${prefix}:\uffff`);
+        const [head, keys, values] = await Promise.all([
+          promisifyRequest(s.get(headKey)),
+          promisifyRequest(s.getAllKeys(range)),
+          promisifyRequest(s.getAll(range)),
+        ]);
+        return { head, keys, values };
       }),
     // Keys and values under a prefix, read in one transaction, in key order.
     getAll: (prefix) =>
@@ -56,6 +107,43 @@ export function openStore(dbName, storeName) {
         return promisifyRequest(s.transaction);
       }),
   };
+}
+
+// As Guard.holds in Python: no field means "exists"; a missing record or field is null.
+function guardHolds(stored, field, equals) {
+  if (field === null || field === undefined) return stored !== undefined;
+  let value;
+  try {
+    value = typeof stored === "string" ? JSON.parse(stored) : undefined;
+  } catch {
+    value = undefined;
+  }
+  const found = value && typeof value === "object" ? (value[field] ?? null) : null;
+  return found === (equals ?? null);
+}
+
+function parseHead(stored) {
+  const head = { last: 0, pruned: 0 };
+  try {
+    const value = typeof stored === "string" ? JSON.parse(stored) : undefined;
+    for (const name of Object.keys(head)) if (Number.isInteger(value?.[name])) head[name] = value[name];
+  } catch {
+    // a damaged head reads as an empty log; entries keep their numbers
+  }
+  return head;
+}
+
+function appendToLog(s, log, head) {
+  if (log.pruneThrough > head.pruned) {
+    s.delete(IDBKeyRange.bound(`${log.prefix}:`, logKey(log.prefix, log.pruneThrough)));
+    head.pruned = log.pruneThrough;
+  }
+  if (log.entry !== null && log.entry !== undefined) {
+    head.last += 1;
+    s.put(log.entry, logKey(log.prefix, head.last));
+  }
+  s.put(JSON.stringify(head), log.head);
+  return head.last;
 }
 
 // Many patches (retention archiving thousands of sessions): read the key range they

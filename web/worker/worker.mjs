@@ -8,6 +8,33 @@ const runtimeUrl = new URL("./", import.meta.url).href;
 const postEvent = (event, detail) => self.postMessage({ event, detail });
 let api = null;
 let pyodide = null;
+let poll = null;
+const TAB_POLL_MS = 5000; // catch up at least this often, hints or not (cheap when idle)
+
+// Hints are coalesced: one catch-up runs at a time, and any number of hints during it
+// cost one more. Python's sync() coalesces the same way; this keeps the bridge quiet.
+let catchUp = { running: false, again: false };
+async function catchUpSoon() {
+  if (!api) return;
+  if (catchUp.running) {
+    catchUp.again = true;
+    return;
+  }
+  catchUp.running = true;
+  try {
+    do {
+      catchUp.again = false;
+      const reply = JSON.parse(await call("sessions.sync", []));
+      if (reply.ok && reply.value.sessionIds.length) {
+        self.postMessage({ event: "change", detail: { ...reply.value, source: "other-tab" } });
+      }
+    } while (catchUp.again && api);
+  } catch {
+    // recorded by Python in sessions.stats().problems.sync; the next hint or poll retries
+  } finally {
+    catchUp.running = false;
+  }
+}
 
 async function boot(options) {
   const started = performance.now();
@@ -31,23 +58,21 @@ async function boot(options) {
     pyodide = loaded;
     return timed("imports", Promise.resolve(loaded.pyimport("airi_memory.hosts.browser")));
   });
+  // Tabs of one origin hint each other that the journal moved; each then catches up from
+  // IndexedDB itself. A hint carries nothing to trust, and one lost (a frozen tab, a
+  // message during boot) only delays the catch-up until the next hint or poll.
+  const channel = new BroadcastChannel("airi-memory");
+  channel.onmessage = () => catchUpSoon();
   const [browser, host, buildInfo] = await Promise.all([
     python,
     timed("duckdb", createBrowserHost({ runtimeUrl, onEvent: postEvent })),
     fetch(`${runtimeUrl}build-info.json`).then((response) => response.json()),
   ]);
-  // Tabs of one origin tell each other which journal records they wrote; each applies
-  // the others' to its own DuckDB mirror and tells its page.
-  const channel = new BroadcastChannel("airi-memory");
-  const publish = (journalKey) => channel.postMessage({ journalKey });
+  const publish = (journalNumber) => channel.postMessage({ journal: journalNumber });
   const emit = (event, detailJson) => postEvent(event, JSON.parse(detailJson));
   api = await timed("python", browser.boot(host, pyodide.toPy(options), publish, callApp, emit));
-  channel.onmessage = async ({ data }) => {
-    const reply = JSON.parse(await call("sessions.sync", [[data.journalKey]]));
-    if (reply.ok && reply.value.sessionIds.length) {
-      self.postMessage({ event: "change", detail: { ...reply.value, source: "other-tab" } });
-    }
-  };
+  catchUpSoon(); // whatever was committed while this tab booted
+  poll = setInterval(catchUpSoon, options?.tabPollMs ?? TAB_POLL_MS);
   const info = JSON.parse(await api.dispatch("info", pyodide.toPy([])));
   // Each phase: milliseconds from the start of boot until it finished.
   return { ...info.value, buildInfo, bootMs: performance.now() - started, bootPhases: phases };
@@ -111,6 +136,7 @@ self.onmessage = async ({ data }) => {
     if (kind === "boot") {
       self.postMessage({ id, ok: true, value: await boot(options) });
     } else if (kind === "close") {
+      clearInterval(poll);
       if (api) await call("close", []);
       api = null;
       self.postMessage({ id, ok: true, value: null });

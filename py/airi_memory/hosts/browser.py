@@ -12,6 +12,7 @@ from pyodide.ffi import to_js
 from ..api import AppCall, HostPorts, MemorySystem
 from ..context.gpt_tokenizer import GptTokenizer
 from ..llm.fetch_transport import FetchTransport
+from ..options import parse_options
 from ..search.local_embedder import LocalEmbedder
 from ..sql.wasm import WasmDuckDb
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
@@ -47,12 +48,14 @@ def _app_caller(call_app: Any) -> AppCall:
 async def boot(
     host: Any, options: Any, publish: Any = None, call_app: Any = None, emit: Any = None
 ) -> BrowserApi:
-    """``publish(journalKey)`` (from the worker) tells other tabs what this one wrote;
+    """``publish(journalNumber)`` (from the worker) hints other tabs that we wrote;
     ``call_app(name, json)`` runs a function the app registered on the page;
     ``emit(event, json)`` sends the page a progress event."""
+    raw_options = to_python(options) or {}
+    durability = parse_options(raw_options).durability
     storage = Storage(MemoryDriver())
-    storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE))
-    storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE))
+    storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE, durability=durability))
+    storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE, durability=durability))
     ports = HostPorts(
         tokens=GptTokenizer(host.tokens),
         http=FetchTransport(host.http),
@@ -61,6 +64,6 @@ async def boot(
         emit=(lambda event, detail: emit(event, json.dumps(detail))) if emit else None,
     )
     system = await MemorySystem.open(
-        storage, WasmDuckDb(host.sql), to_python(options) or {}, publish=publish, ports=ports
+        storage, WasmDuckDb(host.sql), raw_options, publish=publish, ports=ports
     )
     return BrowserApi(system)

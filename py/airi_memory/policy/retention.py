@@ -23,37 +23,45 @@ from .summarize import Summarizer
 
 
 async def apply_retention_policy(sessions: SessionStore, policy: RetentionPolicy) -> dict[str, Any]:
-    """The seed's three steps, decided on one view of the sessions and written at once."""
+    """The seed's three steps, decided on one view of the sessions and written at once.
+    The view is taken inside the write queue, after catching up with the store: a
+    session another tab just used is not deleted on an old picture of it."""
     started = time.perf_counter()
     now = sessions.clock()
-    own = sessions.own_sessions()  # newest first
-    inactive = [
-        m.session_id
-        for m in own
-        if not m.archived and not m.pinned and now - m.updated_at > policy.archive_after
-    ]
-    archived_now = set(inactive)
-    expired = []
-    if policy.delete_archived:
-        expired = [
+    decided: dict[str, Any] = {}
+
+    def decide() -> tuple[list[str], list[str]]:
+        own = sessions.own_sessions()  # newest first
+        inactive = [
             m.session_id
             for m in own
-            if (m.archived or m.session_id in archived_now)
-            and not m.pinned
-            and now - m.created_at > policy.max_age
+            if not m.archived and not m.pinned and now - m.updated_at > policy.archive_after
         ]
-    active = [m for m in own if not m.archived and m.session_id not in archived_now]
-    excess = max(len(active) - policy.max_sessions, 0)
-    over_limit = [m.session_id for m in reversed(active) if not m.pinned][:excess]
-    await sessions.archive_and_delete(inactive + over_limit, expired, "retention")
-    deleted = set(expired)
+        archived_now = set(inactive)
+        expired = []
+        if policy.delete_archived:
+            expired = [
+                m.session_id
+                for m in own
+                if (m.archived or m.session_id in archived_now)
+                and not m.pinned
+                and now - m.created_at > policy.max_age
+            ]
+        active = [m for m in own if not m.archived and m.session_id not in archived_now]
+        excess = max(len(active) - policy.max_sessions, 0)
+        over_limit = [m.session_id for m in reversed(active) if not m.pinned][:excess]
+        decided.update(inactive=inactive, expired=expired, over_limit=over_limit, active=active)
+        return inactive + over_limit, expired
+
+    await sessions.archive_and_delete(decide, "retention")
+    deleted = set(decided["expired"])
     return {
         "ranAt": now,
         "policy": policy.to_wire(),
-        "archivedInactive": [sid for sid in inactive if sid not in deleted],
-        "deletedExpired": expired,
-        "archivedOverLimit": over_limit,
-        "activeSessions": len(active) - len(over_limit),
+        "archivedInactive": [sid for sid in decided["inactive"] if sid not in deleted],
+        "deletedExpired": decided["expired"],
+        "archivedOverLimit": decided["over_limit"],
+        "activeSessions": len(decided["active"]) - len(decided["over_limit"]),
         "durationMs": round((time.perf_counter() - started) * 1000, 1),
     }
 

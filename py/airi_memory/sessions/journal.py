@@ -1,40 +1,77 @@
-"""The change journal: which records each write touched, so a restart or another tab can
-bring its DuckDB mirror up to date by re-reading just those records.
+"""The journal: a log of which records each write touched, numbered in commit order, so
+a restart or another tab brings its DuckDB mirror up to date by re-reading just those.
 
-Every storage batch of the session store carries one journal record in the same
-IndexedDB transaction. A snapshot (the message tables as bytes) removes, in one
-transaction with its own write, exactly the journal records its mirror had applied, so
-what remains in the journal is what the snapshot lacks. Replaying re-reads current
-values, which makes it idempotent and independent of order.
+Every storage batch of the session store appends one entry ``{keys, prefixes}`` in the
+same IndexedDB transaction (``LogAppend``): the number comes from a head record read
+inside that transaction, and writes to one store commit one at a time, so the numbers
+follow commit order with no gaps, whichever tab wrote. Each open system remembers the
+number up to which its mirror reflects the log (``position``); catching up is reading
+the entries above it from the durable store, so a tab that fell behind for any reason
+(busy, frozen, a lost broadcast) lacks nothing it cannot find. A broadcast between tabs
+is only a hint to look.
+
+A snapshot (the message tables as bytes) records the number it covers (``through``) in
+the same transaction as its tables. It prunes only the entries the snapshot before it
+already covered, so a tab lagging by less than one snapshot interval catches up from the
+log; a tab that finds entries it needs pruned rebuilds its view from the records
+themselves (they are the truth; the journal only says where to look). A snapshot is
+written only if no other snapshot pruned past what it covers in the meantime (a guard
+on the head's ``pruned``). Replaying re-reads current values, which makes it idempotent.
 """
 
-import itertools
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..models import now_ms
+from ..storage.driver import LogAppend
 
 JOURNAL = "local:memory:journal"
+JOURNAL_HEAD = "local:memory:journal-head"
 SNAPSHOT = "local:memory:snapshot"
-# Bumped when a snapshotted table changes shape: an older snapshot is then not read (the
-# mirror is rebuilt from the records once) and the next snapshot removes it.
-SNAPSHOT_VERSION = "v3"
+# Bumped when a snapshotted table changes shape, or what a snapshot means: an older
+# snapshot is then not read (the mirror is rebuilt from the records once) and the next
+# snapshot removes it. v4: snapshots record the journal number they cover.
+SNAPSHOT_VERSION = "v4"
 
 
 def snapshot_key(table: str) -> str:
     return f"{SNAPSHOT}:{SNAPSHOT_VERSION}:{table}"
 
 
+SNAPSHOT_COVERS = snapshot_key("covers")  # {"through": journal number, "at": ms}
+
+
 @dataclass
 class Journal:
-    writer: str
-    applied: set[str] = field(default_factory=set)  # entries our mirror already reflects
-    keys_since_snapshot: int = 0  # records named by journal entries since the last snapshot
-    _counter: itertools.count = field(default_factory=itertools.count)
+    position: int = 0  # the mirror reflects every entry up to this number
+    ahead: set[int] = field(default_factory=set)  # our own entries above it, applied
+    pruned_seen: int | None = None  # the head's ``pruned`` at the last catch-up
+    records_since_snapshot: int = 0  # records named by entries since the last snapshot
 
-    def entry(self, keys: list[str], prefixes: list[str] = ()) -> tuple[str, dict[str, Any]]:
-        """A new journal record for a batch we write (and so have applied ourselves)."""
-        key = f"{JOURNAL}:{now_ms():013d}-{self.writer}-{next(self._counter):08d}"
-        self.applied.add(key)
-        self.keys_since_snapshot += len(keys) + len(prefixes)
-        return key, {"keys": list(keys), "prefixes": list(prefixes)}
+    def append(self, keys: list[str], prefixes: list[str] = ()) -> LogAppend:
+        """The entry for a batch we write."""
+        self.records_since_snapshot += len(keys) + len(prefixes)
+        entry = {"keys": list(keys), "prefixes": list(prefixes), "at": now_ms()}
+        return LogAppend(JOURNAL, JOURNAL_HEAD, json.dumps(entry, ensure_ascii=False))
+
+    def applied(self, number: int) -> None:
+        """Our own entry ``number`` is in the mirror: move the position past every entry
+        that is now contiguous."""
+        if number > self.position:
+            self.ahead.add(number)
+        self._advance()
+
+    def reached(self, number: int) -> None:
+        """Every entry up to ``number`` is in the mirror (a catch-up or a rebuild)."""
+        self.position = max(self.position, number)
+        self.ahead = {n for n in self.ahead if n > self.position}
+        self._advance()
+
+    def _advance(self) -> None:
+        while self.position + 1 in self.ahead:
+            self.position += 1
+            self.ahead.discard(self.position)
+
+    def stats(self) -> dict[str, Any]:
+        return {"position": self.position, "ahead": len(self.ahead)}

@@ -79,8 +79,14 @@ def message_row(session_id: str, record: str, item: ChatHistoryItem) -> MessageR
 
 
 def stored_message_row(session_id: str, record: str, body: str) -> MessageRow:
-    """A mirror row from a stored record's JSON text, without re-validating it."""
+    """A mirror row from a stored record's JSON text, without re-validating it: only
+    the fields the row needs are checked (ValueError naming the first bad one)."""
     message = json.loads(body)
+    if not isinstance(message, dict):
+        raise ValueError("a message record must hold a JSON object")
+    for name, kind in (("id", str), ("role", str), ("createdAt", int)):
+        if not isinstance(message.get(name), kind) or isinstance(message.get(name), bool):
+            raise ValueError(f"message field {name!r} is missing or not a {kind.__name__}")
     content = message.get("content", "")
     if isinstance(content, list):
         content = "\n".join(p["text"] for p in content if isinstance(p, dict) and p.get("text"))
@@ -191,8 +197,8 @@ class SessionMirror:
     def add_message(self, session_id: str, record: str, item: ChatHistoryItem) -> None:
         self._pending_messages.append(message_row(session_id, record, item))
 
-    def add_stored_message(self, session_id: str, record: str, text: str) -> None:
-        self._pending_messages.append(stored_message_row(session_id, record, text))
+    def add_row(self, row: MessageRow) -> None:
+        self._pending_messages.append(row)
 
     async def flush(self) -> None:
         """Write buffered rows; every read and every non-append write calls this first."""
@@ -304,6 +310,11 @@ class SessionMirror:
             )
             found.extend(result.column("record"))
         return found
+
+    async def stored_bodies(self) -> dict[tuple[str, str], str]:
+        """Every message row's JSON body by (session id, record name)."""
+        result = await self.query("SELECT session_id, record, body FROM chat_messages", [])
+        return {(sid, record): body for sid, record, body in result.tuples()}
 
     async def max_seqs(self) -> dict[str, int]:
         """The highest message seq of every session, to continue numbering after a start."""

@@ -10,6 +10,7 @@ order equal to the conversation's order; the writer (a random id per open system
 is per tab) keeps two tabs that add to one session at once from ever taking the same key.
 """
 
+LIBRARY_KEYS = "local:memory"  # everything the library stores lives under this base
 SESSIONS = "local:memory:sessions"
 MESSAGES = "local:memory:messages"
 ACTIVE = "local:memory:active"
@@ -24,6 +25,20 @@ def messages_prefix(session_id: str) -> str:
     return f"{MESSAGES}:{session_id}"
 
 
+def session_of_key(key: str) -> str | None:
+    """The session id a session record's key names, or None for any other key."""
+    head = SESSIONS + ":"
+    rest = key[len(head) :] if key.startswith(head) else ""
+    return rest if rest and ":" not in rest else None
+
+
+def session_of_messages_prefix(prefix: str) -> str | None:
+    """The session id of a ``messages_prefix``, or None for any other prefix."""
+    head = MESSAGES + ":"
+    rest = prefix[len(head) :] if prefix.startswith(head) else ""
+    return rest if rest and ":" not in rest else None
+
+
 def record_name(seq: int, writer: str) -> str:
     """The last key segment of a message record: sorts by seq, unique per writer."""
     return f"{seq:0{SEQ_DIGITS}d}-{writer}"
@@ -34,9 +49,13 @@ def message_key(session_id: str, record: str) -> str:
 
 
 def parse_message_key(key: str) -> tuple[str, str, int]:
-    """(session id, record name, seq) from a message record's full key."""
-    session_id, record = key[len(MESSAGES) + 1 :].rsplit(":", 1)
-    return session_id, record, int(record.split("-", 1)[0])
+    """(session id, record name, seq) from a message record's full key; ValueError
+    naming the key when it is not one."""
+    parts = key[len(MESSAGES) + 1 :].split(":") if key.startswith(MESSAGES + ":") else []
+    seq = parts[1].split("-", 1)[0] if len(parts) == 2 else ""
+    if not (seq.isdigit() and seq.isascii() and parts[0]):
+        raise ValueError(f"{key!r} is not a message record's key")
+    return parts[0], parts[1], int(seq)
 
 
 def active_key(user_id: str, character_id: str) -> str:

@@ -13,10 +13,12 @@ import asyncio
 import json
 import secrets
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
-from ..errors import InvalidValueError, NotFoundError
+from pydantic import ValidationError
+
+from ..errors import InvalidValueError, NotFoundError, WriteConflictError
 from ..models import (
     CacheConfig,
     ChatHistoryItem,
@@ -25,16 +27,20 @@ from ..models import (
     validate_or_raise,
 )
 from ..storage import Storage
+from ..storage.driver import Guard, LogAppend, log_number, parse_head
 from . import records
 from .cache import MessageCache
-from .journal import JOURNAL, SNAPSHOT, Journal, snapshot_key
-from .mirror import SNAPSHOT_TABLES, SessionMirror, session_row, stored_message_row
+from .journal import JOURNAL, JOURNAL_HEAD, SNAPSHOT, SNAPSHOT_COVERS, Journal, snapshot_key
+from .mirror import SNAPSHOT_TABLES, MessageRow, SessionMirror, session_row, stored_message_row
 from .queue import PersistQueue
 
 SNAPSHOT_AFTER = 2000  # records changed since the last snapshot before a new one is taken
+MAX_CONFLICTS = 8  # guarded write attempts before giving up (each one follows a catch-up)
+SNAPSHOT_BACKOFF_MS = (1_000, 600_000)  # after a failed snapshot: first and longest wait
 
 _SESSION_OPTIONS = {"title", "characterId", "userId", "tags", "pinned", "systemPrompt"}
 _LIST_OPTIONS = {"limit", "offset", "userId", "characterId", "archived", "pinned", "tags"}
+T = TypeVar("T")
 
 
 def _options(raw: Any, allowed: set[str], what: str) -> dict[str, Any]:
@@ -54,6 +60,19 @@ def _count(value: Any, what: str) -> int:
     return value
 
 
+def _same_json(body: str, stored: Any) -> bool:
+    """Whether a mirror row's body holds the same JSON as a stored record."""
+    try:
+        text = stored.decode("utf-8") if isinstance(stored, bytes) else stored
+        return json.loads(body) == (json.loads(text) if isinstance(text, str) else text)
+    except ValueError:
+        return False
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"[:300]
+
+
 class SessionStore:
     def __init__(
         self,
@@ -62,10 +81,10 @@ class SessionStore:
         user_id: str,
         cache: MessageCache,
         clock: Callable[[], int] = now_ms,
-        publish: Callable[[str], None] | None = None,
+        publish: Callable[[int], None] | None = None,
     ) -> None:
         self.storage = storage
-        self.publish = publish  # tells other tabs a journal record to apply
+        self.publish = publish  # hints other tabs that the journal moved (to this number)
         # Told of every write (indexers), and whether it may have deleted messages.
         self.write_listeners: list[Callable[[bool], None]] = []
         self.mirror = mirror
@@ -74,12 +93,22 @@ class SessionStore:
         self.clock = clock
         self.queue = PersistQueue()
         self.writer = secrets.token_hex(4)  # this open system's mark on the records it adds
-        self.journal = Journal(self.writer)
+        self.journal = Journal()
         self.snapshot_after = SNAPSHOT_AFTER
         self._metas: dict[str, ChatSessionMeta] = {}
         self._next_seq: dict[str, int] = {}
         self._background: set[Any] = set()
-        self.last_journal_key: str | None = None
+        self._sync_waiting: asyncio.Future[dict[str, Any]] | None = None
+        # Sessions other writers changed, seen by any catch-up, not yet reported by sync().
+        self._unreported: set[str] = set()
+        self._snapshot_running = False
+        self._snapshot_backoff_ms = 0
+        self._snapshot_retry_at = 0.0  # time.monotonic() before which none is started
+        # Records that could not be read (damaged, or written by something else): kept
+        # where they are, never deleted, left out of the mirror and reported.
+        self.quarantined: dict[str, str] = {}
+        self.problems: dict[str, Any] = {"snapshot": None, "sync": None, "mirror": None}
+        self.counts = {"snapshots": 0, "snapshotFailures": 0, "catchUps": 0, "rebuilds": 0}
         self.load_timings: dict[str, Any] = {}  # start-up breakdown, in ms
 
     @classmethod
@@ -90,7 +119,7 @@ class SessionStore:
         user_id: str,
         cache_config: CacheConfig | None = None,
         clock: Callable[[], int] = now_ms,
-        publish: Callable[[str], None] | None = None,
+        publish: Callable[[int], None] | None = None,
     ) -> "SessionStore":
         cache = MessageCache(cache_config or CacheConfig())
         store = cls(storage, mirror, user_id, cache, clock, publish)
@@ -98,9 +127,55 @@ class SessionStore:
         await store._load()
         return store
 
+    # --- reading the durable records ----------------------------------------------
+    def _quarantine(self, key: str, error: BaseException | str) -> None:
+        self.quarantined[key] = error if isinstance(error, str) else _error_text(error)
+
+    def _session_from_record(self, key: str, value: Any) -> ChatSessionMeta | None:
+        """The session a stored record holds, or None (quarantined) when it cannot be read."""
+        try:
+            meta = ChatSessionMeta.model_validate(value)
+        except ValidationError as error:
+            self._quarantine(key, f"not a session: {error.errors()[0]['msg']}")
+            return None
+        if records.session_key(meta.session_id) != key:
+            self._quarantine(key, f"holds session {meta.session_id!r}, not the one its key names")
+            return None
+        self.quarantined.pop(key, None)
+        return meta
+
+    async def _read_sessions(self) -> dict[str, ChatSessionMeta]:
+        metas = {}
+        for key, value in await self.storage.get_all(records.SESSIONS):
+            meta = self._session_from_record(key, value)
+            if meta is not None:
+                metas[meta.session_id] = meta
+        return metas
+
+    def _message_row(self, key: str, text: Any) -> MessageRow | None:
+        """A mirror row from a stored message record, or None (quarantined)."""
+        try:
+            session_id, record, _ = records.parse_message_key(key)
+            if isinstance(text, bytes):  # a driver that keeps bytes (files)
+                text = text.decode("utf-8")
+            row = stored_message_row(session_id, record, text)
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            self._quarantine(key, error)
+            return None
+        self.quarantined.pop(key, None)
+        return row
+
+    async def _read_messages(self) -> dict[str, Any]:
+        return dict(await self.storage.get_all(records.MESSAGES, raw=True))
+
+    async def _read_head(self) -> dict[str, int]:
+        return parse_head(await self.storage.get_item(JOURNAL_HEAD)) or {"last": 0, "pruned": 0}
+
+    # --- start-up -----------------------------------------------------------------
     async def _load(self) -> None:
-        """Fill DuckDB: from the snapshot plus the journal when there is one (fast), else
-        from every record (two range reads, two columnar inserts), then take a snapshot.
+        """Fill DuckDB: from the snapshot plus the journal after it when there is one
+        (fast), else from every record (two range reads, two columnar inserts), then take
+        a snapshot. A record that cannot be read is quarantined; start-up goes on.
 
         Records were validated when written; here they are only read, not re-validated.
         """
@@ -113,48 +188,46 @@ class SessionStore:
             self.load_timings[name] = round((now - lap) * 1000, 1)
             lap = now
 
-        for _, value in await self.storage.get_all(records.SESSIONS):
-            if isinstance(value, dict):
-                meta = ChatSessionMeta.model_validate(value)
-                self._metas[meta.session_id] = meta
+        self._metas = await self._read_sessions()
         mark("readSessions")
         await self.mirror.load([session_row(m) for m in self._metas.values()], [])
         mark("loadSessions")
         snapshots = [
             await self.storage.get_item_raw_native(snapshot_key(t)) for t in SNAPSHOT_TABLES
         ]
+        covers = await self.storage.get_item(SNAPSHOT_COVERS)
         mark("readSnapshot")
-        restored = all(data is not None and len(data) for data in snapshots)
+        through = covers.get("through") if isinstance(covers, dict) else None
+        restored = isinstance(through, int) and all(d is not None and len(d) for d in snapshots)
         if restored:
             try:
                 for table, data in zip(SNAPSHOT_TABLES, snapshots, strict=True):
                     await self.mirror.sql.import_table(table, data)
                 await self.mirror.resume_numbering()
                 mark("importSnapshot")
-                await self._replay(await self.storage.get_all(JOURNAL))
+                self.journal.position = through
+                await self._catch_up()  # rebuilds from the records if the log cannot bridge
                 mark("replayJournal")
             except Exception as error:  # a damaged snapshot costs time, never data
-                self.load_timings["snapshotFailed"] = f"{type(error).__name__}: {error}"[:200]
-                await self.mirror.flush()
-                for table in SNAPSHOT_TABLES:
-                    await self.mirror.sql.execute(f"DELETE FROM {table}")
-                self.journal.applied.clear()
+                self.load_timings["snapshotFailed"] = _error_text(error)[:200]
+                await self.mirror.create()
+                await self.mirror.load([session_row(m) for m in self._metas.values()], [])
+                self.journal = Journal()
                 restored = False
         if not restored:
-            rows = []
-            for key, text in await self.storage.get_all(records.MESSAGES, raw=True):
-                session_id, record, _ = records.parse_message_key(key)
-                if isinstance(text, bytes):  # a driver that keeps bytes (files)
-                    text = text.decode("utf-8")
-                rows.append(stored_message_row(session_id, record, text))
+            head = await self._read_head()  # first: what commits after it, the log replays
+            found = await self._read_messages()
             mark("readMessages")
+            rows = [row for key, text in found.items() if (row := self._message_row(key, text))]
             await self.mirror.load([], rows)
             mark("loadMessages")
-            self.journal.applied.update(k for k in await self.storage.get_keys(JOURNAL))
+            self.journal.reached(head["last"])
+            self.journal.pruned_seen = head["pruned"] if head["last"] else None
             if rows:
-                self._in_background(self.snapshot)
+                self._start_snapshot()
         self._next_seq = {sid: top + 1 for sid, top in (await self.mirror.max_seqs()).items()}
         mark("sequences")
+        self._unreported.clear()  # the page reads everything after start-up anyway
         self.load_timings["total"] = round((time.perf_counter() - started) * 1000, 1)
 
     def _in_background(self, job: Callable[[], Any]) -> None:
@@ -163,99 +236,254 @@ class SessionStore:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
+    # --- snapshots ----------------------------------------------------------------
     async def snapshot(self) -> dict[str, Any]:
-        """Save the message tables as bytes and drop the journal records they cover."""
+        """Save the message tables as bytes, with the journal number they cover."""
 
         async def task() -> dict[str, Any]:
-            await self._replay(await self.storage.get_all(JOURNAL), skip_applied=True)
-            await self.mirror.cluster_terms()
-            tables = [
-                (snapshot_key(t), await self.mirror.sql.export_table(t)) for t in SNAPSHOT_TABLES
-            ]
-            covered = sorted(self.journal.applied)
-            await self.storage.write_batch(
-                raw_sets=tables, removes=covered, remove_prefixes=[SNAPSHOT]
-            )
-            self.journal.applied.clear()
-            self.journal.keys_since_snapshot = 0
-            size = sum(len(data) for _, data in tables)
-            return {"bytes": size, "journalRecordsCovered": len(covered)}
+            try:
+                report = await self._take_snapshot()
+            except Exception as error:
+                self.counts["snapshotFailures"] += 1
+                self.problems["snapshot"] = _error_text(error)
+                low, high = SNAPSHOT_BACKOFF_MS
+                self._snapshot_backoff_ms = min(max(self._snapshot_backoff_ms * 2, low), high)
+                self._snapshot_retry_at = time.monotonic() + self._snapshot_backoff_ms / 1000
+                raise
+            self.counts["snapshots"] += 1
+            self.problems["snapshot"] = None
+            self._snapshot_backoff_ms = 0
+            return report
 
         return await self.queue.run("snapshot", task)
 
-    async def _replay(
-        self, entries: list[tuple[str, Any]], skip_applied: bool = False
-    ) -> dict[str, Any]:
-        """Bring the mirror up to date with journal records (other tabs', or since the
-        snapshot): re-read every record they name and put its current state in DuckDB."""
-        if skip_applied:
-            entries = [(k, v) for k, v in entries if k not in self.journal.applied]
+    async def _take_snapshot(self) -> dict[str, Any]:
+        await self._catch_up()  # the tables then reflect exactly the journal up to here
+        through = self.journal.position
+        await self.mirror.cluster_terms()
+        tables = [(snapshot_key(t), await self.mirror.sql.export_table(t)) for t in SNAPSHOT_TABLES]
+        previous = await self.storage.get_item(SNAPSHOT_COVERS)
+        covered_before = previous.get("through") if isinstance(previous, dict) else 0
+        prune = min(covered_before if isinstance(covered_before, int) else 0, through)
+        older_layout = [
+            key for key in await self.storage.get_keys(JOURNAL) if log_number(key, JOURNAL) is None
+        ]
+        await self.storage.write_batch(
+            sets=[(SNAPSHOT_COVERS, {"through": through, "at": self.clock()})],
+            raw_sets=tables,
+            removes=older_layout,
+            remove_prefixes=[SNAPSHOT],
+            # Nobody pruned since our catch-up: else entries this snapshot lacks are gone.
+            guards=[Guard(JOURNAL_HEAD, "pruned", self.journal.pruned_seen)],
+            log=LogAppend(JOURNAL, JOURNAL_HEAD, None, prune_through=prune),
+        )
+        self.journal.pruned_seen = max(prune, self.journal.pruned_seen or 0)
+        self.journal.records_since_snapshot = 0
+        size = sum(len(data) for _, data in tables)
+        return {"bytes": size, "through": through, "prunedThrough": prune}
+
+    def _start_snapshot(self) -> None:
+        """A snapshot in the background, unless one runs or the last failed too recently."""
+        if self._snapshot_running or time.monotonic() < self._snapshot_retry_at:
+            return
+        self._snapshot_running = True
+
+        async def job() -> None:
+            try:
+                await self.snapshot()
+            except Exception:  # recorded in problems["snapshot"]; retried after a pause
+                pass
+            finally:
+                self._snapshot_running = False
+
+        self._in_background(job)
+
+    # --- catching up with the durable store ---------------------------------------
+    async def sync(self) -> dict[str, Any]:
+        """Catch up with what other tabs (or anything else) committed. A broadcast or a
+        poll asks for this; calls that arrive while one is waiting share it."""
+        if self._sync_waiting is None:
+            self._sync_waiting = asyncio.ensure_future(self.queue.run("sync", self._sync_now))
+        return await asyncio.shield(self._sync_waiting)
+
+    async def _sync_now(self) -> dict[str, Any]:
+        self._sync_waiting = None  # a hint arriving from now on needs another pass
+        try:
+            report = await self._catch_up()
+        except Exception as error:
+            self.problems["sync"] = _error_text(error)
+            raise
+        self.problems["sync"] = None
+        # Catch-ups inside other tasks (a guarded write, retention) applied changes too.
+        report["sessionIds"], self._unreported = sorted(self._unreported), set()
+        return report
+
+    async def catch_up(self) -> dict[str, Any]:
+        """``sync`` for a task already inside the write queue (decisions on durable state)."""
+        return await self._catch_up()
+
+    async def _catch_up(self) -> dict[str, Any]:
+        """Apply the journal entries above our position, read in one transaction with the
+        head; when they do not bridge the gap (pruned, damaged, cleared), rebuild."""
+        position = self.journal.position
+        head, entries = await self.storage.read_log(JOURNAL, JOURNAL_HEAD, position)
+        self.journal.pruned_seen = None if head is None else head["pruned"]
+        last = 0 if head is None else head["last"]
+        numbers = [number for number, _ in entries]
+        bridged = (
+            last >= position
+            and numbers == list(range(position + 1, last + 1))
+            and (head is None or head["pruned"] <= position)
+        )
+        if not bridged:
+            return await self._rebuild_from_records()
+        self.counts["catchUps"] += 1
+        report = await self._replay([entry for n, entry in entries if n not in self.journal.ahead])
+        self.journal.reached(last)
+        return report
+
+    async def _replay(self, entries: list[Any]) -> dict[str, Any]:
+        """Bring the mirror up to date with journal entries: re-read every record they
+        name and put its current state in DuckDB (idempotent: values, not deltas)."""
         keys: set[str] = set()
         prefixes: set[str] = set()
-        for key, entry in entries:
+        for entry in entries:
             if isinstance(entry, dict):
-                keys.update(entry.get("keys", []))
-                prefixes.update(entry.get("prefixes", []))
-            self.journal.applied.add(key)
+                keys.update(k for k in entry.get("keys", []) if isinstance(k, str))
+                prefixes.update(p for p in entry.get("prefixes", []) if isinstance(p, str))
         touched: set[str] = set()
         for prefix in sorted(prefixes):
-            sid = prefix.rsplit(":", 1)[1]
-            await self.mirror.delete_sessions([sid])
-            touched.add(sid)
-        session_keys = sorted(k for k in keys if k.startswith(records.SESSIONS + ":"))
+            sid = records.session_of_messages_prefix(prefix)
+            if sid is not None:
+                await self.mirror.delete_sessions([sid])
+                touched.add(sid)
+        session_keys = sorted(k for k in keys if records.session_of_key(k) is not None)
         for found in await self.storage.get_items(session_keys) if session_keys else []:
-            sid = found["key"].rsplit(":", 1)[1]
+            sid = records.session_of_key(found["key"])
             touched.add(sid)
-            if isinstance(found["value"], dict):
-                self._metas[sid] = ChatSessionMeta.model_validate(found["value"])
-                self.mirror.put_session(self._metas[sid])
+            meta = None
+            if found["value"] is not None:
+                meta = self._session_from_record(found["key"], found["value"])
+            if meta is not None:
+                self._metas[sid] = meta
+                self.mirror.put_session(meta)
             else:
                 self._metas.pop(sid, None)
                 await self.mirror.delete_sessions([sid])
-        message_keys = sorted(k for k in keys if k.startswith(records.MESSAGES + ":"))
-        parsed = [records.parse_message_key(k) for k in message_keys]
-        await self.mirror.delete_records([(sid, record) for sid, record, _ in parsed])
-        values = await self.storage.get_items(message_keys) if message_keys else []
-        for (sid, record, seq), found in zip(parsed, values, strict=True):
+        message_keys = []
+        for key in sorted(k for k in keys if k.startswith(records.MESSAGES + ":")):
+            try:
+                message_keys.append((key, *records.parse_message_key(key)))
+            except ValueError as error:
+                self._quarantine(key, error)
+        await self.mirror.delete_records([(sid, record) for _, sid, record, _ in message_keys])
+        raw = await self.storage.get_items([k for k, *_ in message_keys]) if message_keys else []
+        for (key, sid, _, seq), found in zip(message_keys, raw, strict=True):
             touched.add(sid)
-            if isinstance(found["value"], dict):
-                text = json.dumps(found["value"], ensure_ascii=False)
-                self.mirror.add_stored_message(sid, record, text)
+            if found["value"] is None:
+                continue
+            text = found["value"]
+            if isinstance(text, dict):
+                text = json.dumps(text, ensure_ascii=False)
+            row = self._message_row(key, text)
+            if row is not None:
+                self.mirror.add_row(row)
                 self._next_seq[sid] = max(self._next_seq.get(sid, 0), seq + 1)
+        self._unreported |= touched
         for sid in touched:
             self.cache.invalidate(sid)
         if touched:  # another tab's writes: deletes among them, perhaps
             for listener in self.write_listeners:
                 listener(True)
-        return {"sessionIds": sorted(touched), "records": len(keys)}
+        return {"sessionIds": sorted(touched), "records": len(keys) + len(prefixes)}
 
-    async def sync(self, journal_keys: list[str] | None = None) -> dict[str, Any]:
-        """Apply other tabs' writes: the named journal records, or every unapplied one."""
+    async def _rebuild_from_records(self) -> dict[str, Any]:
+        """Make the mirror equal the durable records, by difference (rows that did not
+        change keep their place, and their vectors): for a tab that fell too far behind."""
+        self.counts["rebuilds"] += 1
+        head = await self._read_head()  # first: what commits after it, the log replays
+        metas = await self._read_sessions()
+        found = await self._read_messages()
+        touched = set(self._metas) ^ set(metas)
+        touched |= {sid for sid, meta in metas.items() if self._metas.get(sid) != meta}
+        gone = sorted(set(self._metas) - set(metas))
+        self._metas = metas
+        if gone:
+            await self.mirror.delete_sessions(gone)
+        for sid in touched - set(gone):
+            self.mirror.put_session(metas[sid])
+        durable: dict[tuple[str, str], tuple[str, Any]] = {}
+        for key, text in found.items():
+            try:
+                sid, record, _ = records.parse_message_key(key)
+            except ValueError as error:
+                self._quarantine(key, error)
+                continue
+            durable[(sid, record)] = (key, text)
+        current = await self.mirror.stored_bodies()
+        stale = [
+            where
+            for where, body in current.items()
+            if where not in durable or not _same_json(body, durable[where][1])
+        ]
+        await self.mirror.delete_records(stale)
+        for where, (key, text) in durable.items():
+            if where not in current or where in stale:
+                row = self._message_row(key, text)
+                if row is not None:
+                    self.mirror.add_row(row)
+                touched.add(where[0])
+        touched |= {sid for sid, _ in stale}
+        self._next_seq = {sid: top + 1 for sid, top in (await self.mirror.max_seqs()).items()}
+        self.journal = Journal(position=head["last"], pruned_seen=head["pruned"])
+        self._unreported |= touched
+        for sid in touched:
+            self.cache.invalidate(sid)
+        for listener in self.write_listeners:
+            listener(True)
+        return {"sessionIds": sorted(touched), "records": len(found), "rebuilt": True}
 
-        async def task() -> dict[str, Any]:
-            if journal_keys is None:
-                entries = await self.storage.get_all(JOURNAL)
-            else:
-                found = await self.storage.get_items(journal_keys)
-                entries = [(f["key"], f["value"]) for f in found if f["value"] is not None]
-            return await self._replay(entries, skip_applied=True)
-
-        return await self.queue.run("sync", task)
-
-    async def _write(self, *, sets=(), removes=(), prefixes=(), patches=()) -> str:
-        """One storage batch plus its journal record, in one transaction; returns the
-        journal key (for other tabs), and schedules a snapshot when the journal is long."""
+    # --- the one write primitive --------------------------------------------------
+    async def _write(self, *, sets=(), removes=(), prefixes=(), patches=(), guards=()) -> int:
+        """One storage batch plus its journal entry, in one transaction; returns the
+        entry's number. Schedules a snapshot when the journal has grown long."""
         touched = [k for k, _ in sets] + list(removes) + [k for k, _ in patches]
-        journal_key, entry = self.journal.entry(touched, list(prefixes))
-        await self.storage.write_batch([*sets, (journal_key, entry)], removes, prefixes, patches)
-        self.last_journal_key = journal_key
+        log = self.journal.append(touched, list(prefixes))
+        number = await self.storage.write_batch(
+            [*sets], removes, prefixes, patches, guards=guards, log=log
+        )
+        assert number is not None
         if self.publish:
-            self.publish(journal_key)
+            self.publish(number)
         for listener in self.write_listeners:
             listener(bool(removes or prefixes))
-        if self.journal.keys_since_snapshot >= self.snapshot_after and not self._background:
-            self._in_background(self.snapshot)
-        return journal_key
+        if self.journal.records_since_snapshot >= self.snapshot_after:
+            self._start_snapshot()
+        return number
+
+    async def _settle(self, number: int, apply: Callable[[], Awaitable[None] | None]) -> None:
+        """Reflect our committed write ``number`` in memory and in the mirror. The write is
+        durable whatever happens here: if this fails, the entry stays unapplied and the
+        next catch-up (started now) re-reads its records from the store."""
+        try:
+            pending = apply()
+            if pending is not None:
+                await pending
+        except Exception as error:
+            self.problems["mirror"] = _error_text(error)
+            self._in_background(self.sync)
+            return
+        self.journal.applied(number)
+
+    async def _guarded(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        """Run a write that guards what it decided on; when another tab changed that
+        first, catch up from the store and decide again."""
+        for _ in range(MAX_CONFLICTS - 1):
+            try:
+                return await attempt()
+            except WriteConflictError:
+                await self._catch_up()
+        return await attempt()
 
     # --- sessions -----------------------------------------------------------------
     def require_session(self, session_id: str) -> ChatSessionMeta:
@@ -294,15 +522,20 @@ class SessionStore:
     async def _write_session(self, meta: ChatSessionMeta, messages: list[ChatHistoryItem]) -> None:
         sid = meta.session_id
         named = [(records.record_name(seq, self.writer), m) for seq, m in enumerate(messages)]
-        sets = [(records.session_key(sid), meta.to_wire())]
+        key = records.session_key(sid)
+        sets = [(key, meta.to_wire())]
         sets += [(records.message_key(sid, record), m.to_wire()) for record, m in named]
-        await self._write(sets=sets)
-        self._metas[sid] = meta
-        self._next_seq[sid] = len(messages)
-        self.mirror.put_session(meta)
-        for record, message in named:
-            self.mirror.add_message(sid, record, message)
-        self.cache.invalidate(sid)
+        number = await self._write(sets=sets, guards=[Guard(key, "sessionId", None)])
+
+        def apply() -> None:
+            self._metas[sid] = meta
+            self._next_seq[sid] = len(messages)
+            self.mirror.put_session(meta)
+            for record, message in named:
+                self.mirror.add_message(sid, record, message)
+            self.cache.invalidate(sid)
+
+        await self._settle(number, apply)
 
     async def get_session(self, session_id: str) -> dict[str, Any] | None:
         meta = self._metas.get(session_id) if isinstance(session_id, str) else None
@@ -336,6 +569,10 @@ class SessionStore:
         """Whether any stored session belongs to someone else (searches must then filter)."""
         return any(meta.user_id != self.user_id for meta in self._metas.values())
 
+    def session_ids(self) -> set[str]:
+        """Every stored session's id, whoever it belongs to."""
+        return set(self._metas)
+
     def meta(self, session_id: str) -> ChatSessionMeta | None:
         return self._metas.get(session_id)
 
@@ -355,21 +592,32 @@ class SessionStore:
         """Change some fields: validated here, merged into the stored record there."""
         self.require_session(session_id)
 
-        async def task() -> dict[str, Any]:
+        async def attempt() -> dict[str, Any]:
             current = self.require_session(session_id)
-            updated = validate_or_raise(ChatSessionMeta, {**current.to_wire(), **changes})
-            patch = {k: v for k, v in updated.to_wire().items() if k in changes}
-            await self._write(patches=[(records.session_key(session_id), patch)])
-            self._metas[session_id] = updated
-            self.mirror.put_session(updated)
+            fields = {k: v(current) if callable(v) else v for k, v in changes.items()}
+            updated = validate_or_raise(ChatSessionMeta, {**current.to_wire(), **fields})
+            patch = {k: v for k, v in updated.to_wire().items() if k in fields}
+            key = records.session_key(session_id)
+            number = await self._write(patches=[(key, patch)], guards=[Guard(key)])
+
+            def apply() -> None:
+                self._metas[session_id] = updated
+                self.mirror.put_session(updated)
+
+            await self._settle(number, apply)
             return updated.to_wire()
 
-        return await self.queue.run(label, task)
+        return await self.queue.run(label, lambda: self._guarded(attempt))
 
     async def rename_session(self, session_id: str, title: str) -> dict[str, Any]:
         return await self._patch_session(
-            session_id, "renameSession", title=title, updatedAt=self.clock()
+            session_id, "renameSession", title=title, updatedAt=self._next_updated_at
         )
+
+    def _next_updated_at(self, meta: ChatSessionMeta) -> int:
+        """A new ``updatedAt``: now, and always above the last one, because it is also
+        the session's version: a write guarded on it fails if another tab wrote first."""
+        return max(self.clock(), meta.updated_at + 1)
 
     async def pin_session(self, session_id: str, pinned: bool = True) -> dict[str, Any]:
         return await self._patch_session(session_id, "pinSession", pinned=bool(pinned))
@@ -392,21 +640,31 @@ class SessionStore:
         """One transaction: every named session's meta and message records go together."""
         if not session_ids:
             return
-        await self._write(
+        number = await self._write(
             removes=[records.session_key(sid) for sid in session_ids],
             prefixes=[records.messages_prefix(sid) for sid in session_ids],
         )
-        for sid in session_ids:
-            self._metas.pop(sid, None)
-            self._next_seq.pop(sid, None)
-            self.cache.invalidate(sid)
-        await self.mirror.delete_sessions(session_ids)
 
-    async def archive_and_delete(self, archive: list[str], delete: list[str], label: str) -> None:
+        async def apply() -> None:
+            for sid in session_ids:
+                self._metas.pop(sid, None)
+                self._next_seq.pop(sid, None)
+                self.cache.invalidate(sid)
+            await self.mirror.delete_sessions(session_ids)
+
+        await self._settle(number, apply)
+
+    async def archive_and_delete(
+        self, decide: Callable[[], tuple[list[str], list[str]]], label: str
+    ) -> tuple[list[str], list[str]]:
         """Archive some sessions and delete others in ONE transaction (retention touches
-        thousands); archiving is a merge patch, so another tab's edits survive it."""
+        thousands). ``decide`` names them; it runs inside the write queue after catching
+        up with the store, and a deleted session must still be as old as it was then
+        (guarded on its ``updatedAt``), so a message another tab just added to it saves
+        it. Archiving is a merge patch, so another tab's edits survive it."""
 
-        async def task() -> None:
+        async def attempt() -> tuple[list[str], list[str]]:
+            archive, delete = decide()
             doomed = [sid for sid in delete if sid in self._metas]
             spared = self._metas.keys() - set(doomed)
             archived = {
@@ -415,37 +673,54 @@ class SessionStore:
                 if sid in spared
             }
             if not archived and not doomed:
-                return
+                return archive, delete
             patch = {"archived": True}  # one object: encoded once for every key
-            await self._write(
+            number = await self._write(
                 patches=[(records.session_key(sid), patch) for sid in archived],
                 removes=[records.session_key(sid) for sid in doomed],
                 prefixes=[records.messages_prefix(sid) for sid in doomed],
+                guards=[
+                    Guard(records.session_key(sid), "updatedAt", self._metas[sid].updated_at)
+                    for sid in doomed
+                ],
             )
-            for sid, meta in archived.items():
-                self._metas[sid] = meta
-                self.mirror.put_session(meta)
-            for sid in doomed:
-                self._metas.pop(sid, None)
-                self._next_seq.pop(sid, None)
-                self.cache.invalidate(sid)
-            if doomed:
-                await self.mirror.delete_sessions(doomed)
 
-        await self.queue.run(label, task)
+            async def apply() -> None:
+                for sid, meta in archived.items():
+                    self._metas[sid] = meta
+                    self.mirror.put_session(meta)
+                for sid in doomed:
+                    self._metas.pop(sid, None)
+                    self._next_seq.pop(sid, None)
+                    self.cache.invalidate(sid)
+                if doomed:
+                    await self.mirror.delete_sessions(doomed)
+
+            await self._settle(number, apply)
+            return archive, delete
+
+        async def task() -> tuple[list[str], list[str]]:
+            await self._catch_up()  # decide on what the store holds now
+            return await self._guarded(attempt)
+
+        return await self.queue.run(label, task)
 
     async def delete_old_sessions(self, options: Any) -> dict[str, Any]:
         """Delete sessions not updated for ``olderThan`` ms; pinned sessions are kept."""
         opts = _options(options, {"olderThan"}, "deleteOldSessions")
         older_than = _count(opts.get("olderThan"), "deleteOldSessions olderThan (ms)")
-        cutoff = self.clock() - older_than
-        ids = [
-            m.session_id
-            for m in reversed(self._newest_first())
-            if m.user_id == self.user_id and m.updated_at < cutoff and not m.pinned
-        ]
-        await self.queue.run("deleteOldSessions", lambda: self._delete_sessions(ids))
-        return {"deleted": ids}
+
+        def decide() -> tuple[list[str], list[str]]:
+            cutoff = self.clock() - older_than
+            old = [
+                m.session_id
+                for m in reversed(self._newest_first())
+                if m.user_id == self.user_id and m.updated_at < cutoff and not m.pinned
+            ]
+            return [], old
+
+        _, deleted = await self.archive_and_delete(decide, "deleteOldSessions")
+        return {"deleted": deleted}
 
     # --- active session -----------------------------------------------------------
     async def get_active_session_id(self, character_id: str = "default") -> str | None:
@@ -466,24 +741,33 @@ class SessionStore:
         item = validate_or_raise(ChatHistoryItem, message, "message")
         self.require_session(session_id)
 
-        async def task() -> dict[str, Any]:
+        async def attempt() -> dict[str, Any]:
+            # Guarded on the session's updatedAt: if another tab added a message (or
+            # deleted the session) since we last looked, we catch up and number again,
+            # so messages are numbered in the order they commit, in every tab.
             meta = self.require_session(session_id)
             seq = self._next_seq.get(session_id, 0)
             record = records.record_name(seq, self.writer)
-            now = max(self.clock(), meta.updated_at)
-            await self._write(
+            now = self._next_updated_at(meta)
+            key = records.session_key(session_id)
+            number = await self._write(
                 sets=[(records.message_key(session_id, record), item.to_wire())],
-                patches=[(records.session_key(session_id), {"updatedAt": now})],
+                patches=[(key, {"updatedAt": now})],
+                guards=[Guard(key, "updatedAt", meta.updated_at)],
             )
-            self._next_seq[session_id] = seq + 1
-            touched = meta.model_copy(update={"updated_at": now})
-            self._metas[session_id] = touched
-            self.mirror.add_message(session_id, record, item)
-            self.mirror.put_session(touched)
-            self.cache.append(session_id, item.to_wire())
+
+            def apply() -> None:
+                self._next_seq[session_id] = seq + 1
+                touched = meta.model_copy(update={"updated_at": now})
+                self._metas[session_id] = touched
+                self.mirror.add_message(session_id, record, item)
+                self.mirror.put_session(touched)
+                self.cache.append(session_id, item.to_wire())
+
+            await self._settle(number, apply)
             return item.to_wire()
 
-        return await self.queue.run("addMessage", task)
+        return await self.queue.run("addMessage", lambda: self._guarded(attempt))
 
     async def put_summary(
         self, session_id: str, summary: ChatHistoryItem, replaces: str | None
@@ -491,23 +775,28 @@ class SessionStore:
         """Add a summary message and drop the one it supersedes, in one transaction. The
         session's ``updatedAt`` is left alone: summarising is not activity."""
 
-        async def task() -> dict[str, Any]:
+        async def attempt() -> dict[str, Any]:
             self.require_session(session_id)
             seq = self._next_seq.get(session_id, 0)
             record = records.record_name(seq, self.writer)
             old = await self.mirror.records_of(session_id, [replaces] if replaces else [])
-            await self._write(
+            number = await self._write(
                 sets=[(records.message_key(session_id, record), summary.to_wire())],
                 removes=[records.message_key(session_id, r) for r in old],
+                guards=[Guard(records.session_key(session_id))],
             )
-            self._next_seq[session_id] = seq + 1
-            if old:
-                await self.mirror.delete_records([(session_id, r) for r in old])
-            self.mirror.add_message(session_id, record, summary)
-            self.cache.invalidate(session_id)
+
+            async def apply() -> None:
+                self._next_seq[session_id] = seq + 1
+                if old:
+                    await self.mirror.delete_records([(session_id, r) for r in old])
+                self.mirror.add_message(session_id, record, summary)
+                self.cache.invalidate(session_id)
+
+            await self._settle(number, apply)
             return summary.to_wire()
 
-        return await self.queue.run("summarize", task)
+        return await self.queue.run("summarize", lambda: self._guarded(attempt))
 
     async def _message(self, session_id: str, message_id: str) -> tuple[str, dict[str, Any]]:
         found = await self.mirror.message(session_id, message_id)
@@ -521,23 +810,31 @@ class SessionStore:
         if patch.get("id", message_id) != message_id:
             raise InvalidValueError("updateMessage cannot change a message's id")
 
-        async def task() -> dict[str, Any]:
+        async def attempt() -> dict[str, Any]:
             record, body = await self._message(session_id, message_id)
             item = validate_or_raise(ChatHistoryItem, {**body, **patch}, "patch")
             key = records.message_key(session_id, record)
-            await self._write(sets=[(key, item.to_wire())])
-            await self.mirror.replace_message(session_id, record, item)
-            self.cache.invalidate(session_id)
+            number = await self._write(sets=[(key, item.to_wire())], guards=[Guard(key)])
+
+            async def apply() -> None:
+                await self.mirror.replace_message(session_id, record, item)
+                self.cache.invalidate(session_id)
+
+            await self._settle(number, apply)
             return item.to_wire()
 
-        return await self.queue.run("updateMessage", task)
+        return await self.queue.run("updateMessage", lambda: self._guarded(attempt))
 
     async def delete_message(self, session_id: str, message_id: str) -> bool:
         async def task() -> bool:
             record, _ = await self._message(session_id, message_id)
-            await self._write(removes=[records.message_key(session_id, record)])
-            await self.mirror.delete_message(session_id, record)
-            self.cache.invalidate(session_id)
+            number = await self._write(removes=[records.message_key(session_id, record)])
+
+            async def apply() -> None:
+                await self.mirror.delete_message(session_id, record)
+                self.cache.invalidate(session_id)
+
+            await self._settle(number, apply)
             return True
 
         return await self.queue.run("deleteMessage", task)
@@ -549,9 +846,13 @@ class SessionStore:
             found = await self.mirror.records_of(session_id, message_ids)
             if not found:
                 return 0
-            await self._write(removes=[records.message_key(session_id, r) for r in found])
-            await self.mirror.delete_records([(session_id, r) for r in found])
-            self.cache.invalidate(session_id)
+            number = await self._write(removes=[records.message_key(session_id, r) for r in found])
+
+            async def apply() -> None:
+                await self.mirror.delete_records([(session_id, r) for r in found])
+                self.cache.invalidate(session_id)
+
+            await self._settle(number, apply)
             return len(found)
 
         return await self.queue.run(label, task)
@@ -626,7 +927,9 @@ class SessionStore:
     async def import_batch(
         self, sessions: list[tuple[ChatSessionMeta, list[ChatHistoryItem]]]
     ) -> int:
-        """Write whole sessions in ONE storage batch (all or nothing); returns messages."""
+        """Write whole sessions in ONE storage batch (all or nothing); returns messages.
+        Runs inside the write queue; a session id that exists already (any user's) is
+        refused inside the transaction, so an import never overwrites a session."""
         sets, session_rows, message_rows = [], [], []
         for meta, messages in sessions:
             sid = meta.session_id
@@ -637,17 +940,25 @@ class SessionStore:
                 text = json.dumps(message.to_wire(), ensure_ascii=False)
                 sets.append((records.message_key(sid, record), text))
                 message_rows.append(stored_message_row(sid, record, text))
-        await self._write(sets=sets)
-        for meta, messages in sessions:
-            self._metas[meta.session_id] = meta
-            self._next_seq[meta.session_id] = len(messages)
-        await self.mirror.load(session_rows, message_rows)
+        guards = [Guard(records.session_key(m.session_id), "sessionId", None) for m, _ in sessions]
+        number = await self._write(sets=sets, guards=guards)
+
+        async def apply() -> None:
+            for meta, messages in sessions:
+                self._metas[meta.session_id] = meta
+                self._next_seq[meta.session_id] = len(messages)
+            await self.mirror.load(session_rows, message_rows)
+
+        await self._settle(number, apply)
         return len(message_rows)
 
     def stats(self) -> dict[str, Any]:
         return {
             "cache": self.cache.stats(),
             "queue": self.queue.stats(),
-            "journalSinceSnapshot": len(self.journal.applied),
+            "journal": {**self.journal.stats(), **self.counts},
+            "journalSinceSnapshot": self.journal.records_since_snapshot,
+            "problems": dict(self.problems),
+            "quarantined": [{"key": k, "reason": r} for k, r in sorted(self.quarantined.items())],
             "loadMs": self.load_timings,
         }

@@ -12,8 +12,8 @@ from typing import Any
 
 from pyodide.ffi import JsException, JsProxy, to_js
 
-from ..errors import StorageQuotaError
-from .driver import Driver
+from ..errors import StorageQuotaError, WriteConflictError
+from .driver import Driver, Guard, LogAppend, log_number, parse_head
 
 DEFAULT_DB_NAME = "keyval-store"
 DEFAULT_STORE_NAME = "keyval"
@@ -43,8 +43,10 @@ class IndexedDbDriver(Driver):
         base: str = "",
         db_name: str = DEFAULT_DB_NAME,
         store_name: str = DEFAULT_STORE_NAME,
+        durability: str = "strict",
     ) -> None:
-        self._store = idb_host.open(db_name, store_name)
+        options = _to_javascript({"durability": durability})
+        self._store = idb_host.open(db_name, store_name, options)
         self._prefix = f"{base}:" if base else ""
 
     def _key(self, key: str) -> str:
@@ -84,7 +86,9 @@ class IndexedDbDriver(Driver):
         removes: Sequence[str] = (),
         remove_prefixes: Sequence[str] = (),
         patches: Sequence[tuple[str, str]] = (),
-    ) -> None:
+        guards: Sequence[Guard] = (),
+        log: LogAppend | None = None,
+    ) -> int | None:
         entries = to_js(
             [
                 [self._key(key), value if isinstance(value, str) else to_js(value)]
@@ -94,9 +98,23 @@ class IndexedDbDriver(Driver):
         deleted = to_js([self._key(key) for key in removes])
         prefixes = to_js([self._key(prefix) for prefix in remove_prefixes])
         merges = to_js([[self._key(key), patch] for key, patch in patches])
+        checks = to_js([[self._key(g.key), g.field, g.equals] for g in guards])
+        appended = None
+        if log is not None:
+            appended = _to_javascript(
+                {
+                    "prefix": self._key(log.prefix),
+                    "head": self._key(log.head),
+                    "entry": log.entry,
+                    "pruneThrough": log.prune_through,
+                }
+            )
         try:
-            await self._store.apply(entries, deleted, prefixes, merges)
+            number = await self._store.apply(entries, deleted, prefixes, merges, checks, appended)
+            return None if number is None else int(number)
         except JsException as error:
+            if getattr(error, "name", "") == "WriteConflictError":
+                raise WriteConflictError(str(error.message)[len(self._prefix) :]) from None
             if "QuotaExceededError" in str(error):
                 raise StorageQuotaError(
                     "the browser's storage quota is exhausted; nothing of this write was "
@@ -104,6 +122,16 @@ class IndexedDbDriver(Driver):
                     "persistent storage)"
                 ) from None
             raise
+
+    async def read_log(
+        self, prefix: str, head: str, after: int
+    ) -> tuple[dict[str, int] | None, list]:
+        full_prefix = self._key(prefix)
+        found = await self._store.readLog(full_prefix, self._key(head), after)
+        numbers = [log_number(key, full_prefix) for key in found.keys]
+        numbered = zip(numbers, found.values.to_py(), strict=True)
+        entries = [(number, value) for number, value in numbered if number is not None]
+        return parse_head(to_python(found.head)), entries
 
     async def get_all(self, prefix: str, raw: bool = False) -> list[tuple[str, Any]]:
         """Text and bytes come back as stored, whatever ``raw`` says: one read."""

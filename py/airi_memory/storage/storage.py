@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidKeyError, UnknownMountError
-from .driver import Driver
+from .driver import Driver, Guard, LogAppend
 from .keys import base_key, item_key, key_in_base, normalize_key
 from .memory import MemoryDriver
 from .values import destr, stringify
@@ -148,11 +148,16 @@ class Storage:
         remove_prefixes: Iterable[str] = (),
         patches: Iterable[tuple[str, dict[str, Any]]] = (),
         raw_sets: Iterable[tuple[str, bytes]] = (),
-    ) -> None:
+        guards: Iterable[Guard] = (),
+        log: LogAppend | None = None,
+    ) -> int | None:
         """Several writes to one mount as a single unit (one IndexedDB transaction).
 
         ``sets`` are stored as ``set_item`` stores them, ``raw_sets`` as bytes (like
-        ``set_item_raw``), ``patches`` are merged into stored JSON objects.
+        ``set_item_raw``), ``patches`` are merged into stored JSON objects. ``guards``
+        must hold inside the transaction or nothing is written (``WriteConflictError``);
+        ``log`` appends the write's entry to a commit-ordered log (see ``LogAppend``)
+        and its number is returned.
 
         Every key and value is checked before anything is written; keys in different
         mounts are refused, because no driver can make those atomic together.
@@ -167,19 +172,42 @@ class Storage:
         prefixes = [self._route(base_key(prefix)) for prefix in remove_prefixes]
         texts: dict[int, str] = {}  # one patch object shared by many keys is encoded once
         merges = [self._prepare(k, p, texts) for k, p in patches]
+        checks = [(self._route(item_key(g.key)), g) for g in guards]
+        logs = [self._route(item_key(log.head)), self._route(item_key(log.prefix))] if log else []
         routes = [route for route, _ in prepared] + removed + prefixes + [r for r, _ in merges]
+        routes += [route for route, _ in checks] + logs
         if not routes:
-            return
+            return None
         drivers = {id(route.driver) for route in routes}
         if len(drivers) > 1:
             bases = sorted({route.base or "(root)" for route in routes})
             raise InvalidKeyError(f"one write batch must stay in one mount, got {bases}")
-        await routes[0].driver.apply(
+        relative_log = None
+        if log is not None:
+            relative_log = LogAppend(
+                logs[1].relative_key, logs[0].relative_key, log.entry, log.prune_through
+            )
+        return await routes[0].driver.apply(
             [(route.relative_key, text) for route, text in prepared],
             [route.relative_key for route in removed],
             [route.relative_key for route in prefixes],
             [(route.relative_key, text) for route, text in merges],
+            [Guard(route.relative_key, g.field, g.equals) for route, g in checks],
+            relative_log,
         )
+
+    async def read_log(
+        self, prefix: str, head: str, after: int
+    ) -> tuple[dict[str, int] | None, list[tuple[int, Any]]]:
+        """A commit-ordered log's head (None before its first write) and its entries
+        numbered above ``after``, parsed, read in one transaction (see ``LogAppend``)."""
+        head_route, prefix_route = self._route(item_key(head)), self._route(item_key(prefix))
+        if head_route.driver is not prefix_route.driver:
+            raise InvalidKeyError("a log and its head must live in one mount")
+        found, entries = await prefix_route.driver.read_log(
+            prefix_route.relative_key, head_route.relative_key, after
+        )
+        return found, [(number, destr(text)) for number, text in entries]
 
     def _prepare(self, key: str, value: Any, texts: dict[int, str] | None = None) -> Any:
         """(route, stored text) of one value; ``texts`` remembers values already encoded."""

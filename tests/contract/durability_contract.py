@@ -1,0 +1,202 @@
+"""The durability contract: nothing acknowledged is lost. Tabs that lag behind, snapshots
+racing each other, mirror updates that fail after a commit, damaged records, stray
+writes into the library's keys, retention and deletes racing another tab's writes.
+
+Each case gets ``open_system`` as the sessions contract does; ``separate_engine=True``
+opens a second "tab" (its own DuckDB) on the same durable store. Runs on CPython and in
+Pyodide (IndexedDB, DuckDB-WASM).
+"""
+
+import asyncio
+
+from airi_memory.errors import NotFoundError, WriteConflictError
+from contract.common import DAY, QUIET, Clock, expect_error
+
+
+async def _contents(system, session_id):
+    return [m["content"] for m in await system.sessions.load_session_messages(session_id)]
+
+
+async def _say(system, session_id, *contents):
+    for content in contents:
+        await system.sessions.add_message(session_id, {"role": "user", "content": content})
+
+
+async def case_a_lagging_tab_never_hides_what_another_committed(open_system):
+    ahead = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    behind = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await ahead.sessions.create_session({"title": "Shared"}))["sessionId"]
+    await _say(ahead, sid, "m0", "m1", "m2")
+    await ahead.sessions.snapshot()
+    await _say(ahead, sid, "m3")
+    second = await ahead.sessions.snapshot()
+    assert second["prunedThrough"] > 0  # entries the lagging tab never applied are gone
+    # The lagging tab (busy, frozen, its broadcasts lost) takes a snapshot: it catches up
+    # first, from the records themselves, so its snapshot covers every committed message.
+    await behind.sessions.snapshot()
+    assert behind.sessions.stats()["journal"]["rebuilds"] == 1
+    assert await _contents(behind, sid) == ["m0", "m1", "m2", "m3"]
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert await _contents(restarted, sid) == ["m0", "m1", "m2", "m3"]
+    exported = await restarted.export_sessions()
+    assert [len(entry["messages"]) for entry in exported["sessions"]] == [4]
+
+
+async def case_a_snapshot_never_replaces_one_that_pruned_past_it(open_system):
+    ahead = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    behind = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await ahead.sessions.create_session({"title": "Shared"}))["sessionId"]
+    await _say(ahead, sid, "m0", "m1")
+    await ahead.sessions.snapshot()
+    cluster = behind.sessions.mirror.cluster_terms
+
+    async def cluster_while_the_other_tab_snapshots_twice():
+        # After the lagging tab caught up and before it writes its snapshot, the other
+        # tab writes and snapshots twice: what the lagging one covers is now pruned.
+        await cluster()
+        for content in ("m2", "m3"):
+            await _say(ahead, sid, content)
+            await ahead.sessions.snapshot()
+
+    behind.sessions.mirror.cluster_terms = cluster_while_the_other_tab_snapshots_twice
+    await expect_error(WriteConflictError, behind.sessions.snapshot(), "journal-head")
+    behind.sessions.mirror.cluster_terms = cluster
+    assert behind.sessions.stats()["problems"]["snapshot"].startswith("WriteConflictError")
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert await _contents(restarted, sid) == ["m0", "m1", "m2", "m3"]
+    await behind.sessions.snapshot()  # caught up again, it may write one now
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert await _contents(restarted, sid) == ["m0", "m1", "m2", "m3"]
+
+
+async def case_a_write_whose_mirror_update_fails_is_kept_and_repaired(open_system):
+    system = await open_system(clock=Clock(), **QUIET)
+    s = system.sessions
+    sid = (await s.create_session())["sessionId"]
+    working = s.mirror.add_message
+
+    def broken(*_):
+        raise RuntimeError("mirror down")
+
+    s.mirror.add_message = broken
+    saved = await s.add_message(sid, {"role": "user", "content": "kept"})  # it committed
+    s.mirror.add_message = working
+    assert saved["content"] == "kept"
+    assert s.stats()["problems"]["mirror"] == "RuntimeError: mirror down"
+    await s.sync()  # the repair began at once; this waits until it is done
+    assert await _contents(system, sid) == ["kept"]
+    await s.snapshot()
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert await _contents(restarted, sid) == ["kept"]
+
+
+async def case_import_with_kept_ids_never_overwrites_another_users_session(open_system):
+    alice = await open_system(clock=Clock(), userId="alice", **QUIET)
+    sid = (await alice.sessions.create_session({"title": "Alice's"}))["sessionId"]
+    await _say(alice, sid, "mine")
+    exported = await alice.export_sessions()
+    bob = await open_system(clock=Clock(), userId="bob", separate_engine=True, **QUIET)
+    report = await bob.import_sessions(exported, {"keepIds": True})
+    assert (report["sessions"], report["skippedDuplicates"]) == (0, 1)
+    restarted = await open_system(clock=Clock(), userId="alice", **QUIET)
+    assert (await restarted.sessions.get_session(sid))["userId"] == "alice"
+    assert await _contents(restarted, sid) == ["mine"]
+
+
+async def case_a_damaged_record_is_quarantined_and_start_up_goes_on(open_system):
+    system = await open_system(clock=Clock(), **QUIET)
+    sid = (await system.sessions.create_session())["sessionId"]
+    await _say(system, sid, "fine")
+    local = system.storage.mount_driver("local")  # beneath the public API, as a bad disk
+    damaged = {
+        "memory:sessions:broken": "{not json",
+        "memory:sessions:wrong": '{"sessionId": "other", "title": "x"}',
+        f"memory:messages:{sid}:000000000009-zzzz": '{"role": "user", "content": "no id"}',
+        f"memory:messages:{sid}:garbage": "{}",
+    }
+    for key, text in damaged.items():
+        await local.set_item(key, text)
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert await _contents(restarted, sid) == ["fine"]
+    quarantined = {q["key"]: q["reason"] for q in restarted.sessions.stats()["quarantined"]}
+    assert set(quarantined) == {f"local:{key}" for key in damaged}
+    assert "not the one its key names" in quarantined["local:memory:sessions:wrong"]
+    for key, text in damaged.items():  # kept where they were, never deleted
+        assert await local.get_item(key) == text
+    # The app's storage API cannot write (or clear) there; elsewhere it can.
+    refused = await restarted.dispatch("storage.setItem", ["local:memory:sessions:x", {}])
+    assert (
+        refused["error"]["name"] == "InvalidKeyError"
+        and "local:memory" in (refused["error"]["message"])
+    )
+    cleared = await restarted.dispatch("storage.clear", ["local"])
+    assert cleared["error"]["name"] == "InvalidKeyError"
+    assert (await restarted.dispatch("storage.setItem", ["local:notes:x", 1]))["ok"]
+    assert await _contents(await open_system(clock=Clock(), **QUIET), sid) == ["fine"]
+
+
+async def case_old_sessions_used_in_another_tab_are_not_deleted(open_system):
+    clock = Clock()
+    here = await open_system(clock=clock, separate_engine=True, **QUIET)
+    sid = (await here.sessions.create_session())["sessionId"]
+    other = await open_system(clock=clock, separate_engine=True, **QUIET)
+    clock.now += 40 * DAY
+    await _say(other, sid, "still talking")  # this tab has not seen it
+    report = await here.sessions.delete_old_sessions({"olderThan": 30 * DAY})
+    assert report["deleted"] == []
+    report = await here.apply_retention_policy({"archiveAfter": 30 * DAY, "deleteArchived": True})
+    assert report["deletedExpired"] == [] and report["archivedInactive"] == []
+    restarted = await open_system(clock=clock, **QUIET)
+    assert await _contents(restarted, sid) == ["still talking"]
+
+
+async def case_a_message_for_a_session_another_tab_deleted_is_refused(open_system):
+    here = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await here.sessions.create_session())["sessionId"]
+    other = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    await here.sessions.delete_session(sid)
+    await expect_error(NotFoundError, _say(other, sid, "too late"), sid)
+    assert await other.storage.get_keys("local:memory:messages") == []
+    await expect_error(NotFoundError, other.sessions.rename_session(sid, "gone"), sid)
+    assert await other.storage.get_keys("local:memory:sessions") == []
+
+
+async def case_messages_keep_commit_order_across_tabs(open_system):
+    one = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await one.sessions.create_session())["sessionId"]
+    two = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    await _say(one, sid, "one 0", "one 1", "one 2")
+    await _say(two, sid, "two after")  # written by a tab that had not seen one's three
+    await _say(one, sid, "one after")
+    expected = ["one 0", "one 1", "one 2", "two after", "one after"]
+    await two.sessions.sync()
+    assert await _contents(one, sid) == await _contents(two, sid) == expected
+    composed = await two.compose_messages(sid, {"maxTokens": 4000})
+    assert [m["content"] for m in composed["messages"] if m["role"] == "user"] == expected
+    assert await _contents(await open_system(clock=Clock(), **QUIET), sid) == expected
+
+
+async def case_a_failing_snapshot_is_retried_with_backoff(open_system):
+    system = await open_system(clock=Clock(), **QUIET)
+    s = system.sessions
+    s.snapshot_after = 2
+    sid = (await s.create_session())["sessionId"]
+    working = s.mirror.sql.export_table
+
+    async def full_disk(table):
+        raise RuntimeError("disk full")
+
+    s.mirror.sql.export_table = full_disk
+    for i in range(20):
+        await _say(system, sid, f"m{i}")
+        await asyncio.sleep(0)  # let a background snapshot start and fail
+    await s.queue.drain()
+    s.mirror.sql.export_table = working
+    counts = s.stats()["journal"]
+    assert (counts["snapshots"], counts["snapshotFailures"]) == (0, 1)
+    assert s.stats()["problems"]["snapshot"] == "RuntimeError: disk full"
+    assert (await s.snapshot())["through"] > 20  # asked for, it runs at once
+    assert s.stats()["problems"]["snapshot"] is None
+
+
+CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]
