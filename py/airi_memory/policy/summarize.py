@@ -22,6 +22,7 @@ from ..errors import InvalidValueError, ProviderError
 from ..llm import LlmProvider
 from ..models import ChatHistoryItem, SummaryInfo, validate_or_raise
 from ..sessions import SessionStore
+from ..storage.keys import key_segment
 
 SUMMARY_PREFIX = "Previous conversation summary: "
 EXTRACTIVE_PREFIX = "Previous conversation summary (extractive, no LLM configured): "
@@ -47,7 +48,7 @@ class Summarizer:
         # Sessions whose last attempt failed: {attempts, error, retryAt, threshold}; stored,
         # so that a reload still retries them.
         self.failures: dict[str, dict[str, Any]] = {}
-        self.failures_key = f"local:memory:summary-retries:{sessions.user_id}"
+        self.failures_key = f"local:memory:summary-retries:{key_segment(sessions.user_id)}"
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def load(self) -> None:

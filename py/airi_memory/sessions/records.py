@@ -8,7 +8,10 @@ A message is its own record, so a turn writes one small record whatever the sess
 length (AIRI rewrites the whole session). The zero-padded sequence keeps IndexedDB's key
 order equal to the conversation's order; the writer (a random id per open system, that
 is per tab) keeps two tabs that add to one session at once from ever taking the same key.
+Ids are key segments (``storage.keys.key_segment``): two ids never share a key.
 """
+
+from ..storage.keys import from_key_segment, key_segment
 
 SESSIONS = "local:memory:sessions"
 MESSAGES = "local:memory:messages"
@@ -17,11 +20,11 @@ SEQ_DIGITS = 12
 
 
 def session_key(session_id: str) -> str:
-    return f"{SESSIONS}:{session_id}"
+    return f"{SESSIONS}:{key_segment(session_id)}"
 
 
 def messages_prefix(session_id: str) -> str:
-    return f"{MESSAGES}:{session_id}"
+    return f"{MESSAGES}:{key_segment(session_id)}"
 
 
 def record_name(seq: int, writer: str) -> str:
@@ -30,14 +33,14 @@ def record_name(seq: int, writer: str) -> str:
 
 
 def message_key(session_id: str, record: str) -> str:
-    return f"{MESSAGES}:{session_id}:{record}"
+    return f"{MESSAGES}:{key_segment(session_id)}:{record}"
 
 
 def parse_message_key(key: str) -> tuple[str, str, int]:
     """(session id, record name, seq) from a message record's full key."""
-    session_id, record = key[len(MESSAGES) + 1 :].rsplit(":", 1)
-    return session_id, record, int(record.split("-", 1)[0])
+    segment, record = key[len(MESSAGES) + 1 :].rsplit(":", 1)
+    return from_key_segment(segment), record, int(record.split("-", 1)[0])
 
 
 def active_key(user_id: str, character_id: str) -> str:
-    return f"{ACTIVE}:{user_id}:{character_id}"
+    return f"{ACTIVE}:{key_segment(user_id)}:{key_segment(character_id)}"
