@@ -20,7 +20,7 @@ from ..context.compose import history_of, split_session
 from ..context.tokens import estimate_tokens, message_token_text
 from ..errors import InvalidValueError, ProviderError
 from ..llm import LlmProvider
-from ..models import ChatHistoryItem, SummaryInfo, validate_or_raise
+from ..models import WRITTEN_HERE, ChatHistoryItem, validate_or_raise
 from ..sessions import SessionStore
 from ..storage.keys import key_segment
 
@@ -122,14 +122,16 @@ class Summarizer:
                     "role": "system",
                     "content": (SUMMARY_PREFIX if method == "llm" else EXTRACTIVE_PREFIX) + text,
                     "createdAt": self.clock(),
-                    "summary": SummaryInfo(
-                        covers=covers,
-                        method=method,
-                        provider=self.provider.name if self.provider else "extractive",
-                        model=self.provider.config.model if self.provider else None,
-                        supersedes=previous.get("id") if previous else None,
-                    ).to_wire(),
+                    "summary": {
+                        "covers": covers,
+                        "method": method,
+                        "provider": self.provider.name if self.provider else "extractive",
+                        "model": self.provider.config.model if self.provider else None,
+                        "supersedes": previous.get("id") if previous else None,
+                        "trusted": True,
+                    },
                 },
+                context=WRITTEN_HERE,
             )
             replaces = previous.get("id") if previous else None
             previous = await self.sessions.put_summary(session_id, summary, replaces)
