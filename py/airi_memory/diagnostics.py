@@ -8,12 +8,9 @@ import math
 import random
 import time
 from array import array
-from typing import TYPE_CHECKING
 
+from .search.semantic import TEXT_HASH, VectorIndex
 from .sql import SqlEngine
-
-if TYPE_CHECKING:
-    from .search.semantic import VectorIndex
 
 _SCRATCH = "diagnostics_bulk_insert"
 FILL_CHUNK = 8192  # random vectors per stored batch
@@ -50,7 +47,7 @@ async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
     started = time.perf_counter()
     await index.sessions.mirror.flush()
     missing = await index.sql.query(
-        "SELECT m.session_id, m.record FROM chat_messages m WHERE NOT EXISTS "
+        f"SELECT m.session_id, m.record, {TEXT_HASH} FROM chat_messages m WHERE NOT EXISTS "
         "(SELECT 1 FROM message_vectors v WHERE v.doc = m.doc)"
     )
     keys = missing.tuples()

@@ -9,7 +9,7 @@ import secrets
 import time
 from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from .errors import InvalidValueError
 
@@ -20,6 +20,9 @@ MAX_ID_CHARS = 128
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 
 Role = Literal["system", "user", "assistant", "tool", "error"]
+# The validation context of what this library itself wrote (the summariser's messages,
+# copies of its own records): the one input whose ``summary.trusted`` is kept.
+WRITTEN_HERE: dict[str, str] = {"writer": "airi-memory"}
 
 
 def new_id() -> str:
@@ -61,7 +64,11 @@ class Categorization(_Wire):
 
 class SummaryInfo(_Wire):
     """Marks a message as a summary of older turns and says which ones it covers, so
-    they are never summarised twice and composition sends the summary instead."""
+    they are never summarised twice and composition sends the summary instead.
+
+    ``trusted`` is what makes it act (``context.summaries``), and validation drops it
+    unless told the input is ``WRITTEN_HERE``: a ``summary`` given to addMessage or
+    updateMessage, or read from an import file, is kept as data but covers nothing."""
 
     ALWAYS_WRITTEN = ("covers", "method", "provider")
     covers: list[str] = Field(min_length=1)
@@ -69,6 +76,14 @@ class SummaryInfo(_Wire):
     provider: str = Field(max_length=MAX_ID_CHARS)
     model: str | None = Field(default=None, max_length=MAX_ID_CHARS)
     supersedes: str | None = Field(default=None, max_length=MAX_ID_CHARS)
+    trusted: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _trusted_only_from_the_summarizer(cls, data: Any, info: ValidationInfo) -> Any:
+        if isinstance(data, dict) and "trusted" in data and info.context is not WRITTEN_HERE:
+            return {key: value for key, value in data.items() if key != "trusted"}
+        return data
 
 
 class ChatHistoryItem(_Wire):
@@ -169,10 +184,12 @@ class MessageRetentionPolicy(_Wire):
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def validate_or_raise(model: type[Model], data: Any, where: str = "") -> Model:
+def validate_or_raise(
+    model: type[Model], data: Any, where: str = "", context: dict[str, Any] | None = None
+) -> Model:
     """Validate ``data``; on failure raise one ``InvalidValueError`` naming the first bad field."""
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=context)
     except ValidationError as error:
         first = error.errors()[0]
         path = where + "".join(

@@ -377,6 +377,22 @@ async def case_vectors_stored_as_float32_by_an_older_version_still_load(open_sys
     )
     assert contents(found) == ["purple elephant dancing"]
     assert found["results"][0]["scores"]["semantic"] > 0.8
+    # Stored again with the text each vector was made from: an edit is caught from now on.
+    import asyncio
+
+    from airi_memory.search.semantic import TEXT_HASH, decode_batch
+
+    texts = await restarted.query(
+        f"SELECT session_id, record, {TEXT_HASH} AS text FROM chat_messages m ORDER BY doc"
+    )
+    wanted = sorted((r["session_id"], r["record"], r["text"]) for r in texts)
+    for _ in range(200):
+        stored = await restarted.storage.get_all("local:memory:vectors", raw=True)
+        keys = sorted(key for _, data in stored for key in decode_batch(bytes(data))[0])
+        if keys == wanted:
+            break
+        await asyncio.sleep(0.02)
+    assert keys == wanted
 
 
 async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):
@@ -396,18 +412,21 @@ async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):
 
 
 async def case_deleted_messages_take_their_stored_vectors_with_them(open_system):
-    """An embedding gives away much of its text: deleting a message (or its session)
-    removes its vector from storage too, not only from the index."""
+    """An embedding gives away much of its text: deleting a message (or its session), or
+    editing its text, removes the vector from storage too, not only from the index."""
     import asyncio
 
-    from airi_memory.search.semantic import decode_batch
+    from airi_memory.search.semantic import TEXT_HASH, decode_batch
 
     async def stored_texts(system):
+        """The texts of the stored vectors: of messages as they are now, or gone."""
         found = set()
         for _, data in await system.storage.get_all("local:memory:vectors", raw=True):
             found.update(decode_batch(bytes(data))[0])
-        rows = await system.query("SELECT session_id, record, folded FROM chat_messages")
-        names = {(r["session_id"], r["record"]): r["folded"] for r in rows}
+        rows = await system.query(
+            f"SELECT session_id, record, {TEXT_HASH} AS text, folded FROM chat_messages m"
+        )
+        names = {(r["session_id"], r["record"], r["text"]): r["folded"] for r in rows}
         return {names.get(key, f"deleted {key}") for key in found}
 
     async def until(system, wanted):
@@ -425,6 +444,8 @@ async def case_deleted_messages_take_their_stored_vectors_with_them(open_system)
     assert await stored_texts(system) == {"secret one", "keep two", "keep three", "other session"}
     await system.sessions.delete_message(sid, added[0]["id"])
     await until(system, {"keep two", "keep three", "other session"})
+    await system.sessions.update_message(sid, added[1]["id"], {"content": "kept 2"})
+    await until(system, {"kept 2", "keep three", "other session"})
     await system.sessions.delete_session(sid)
     await until(system, {"other session"})
     assert (await system.embeddings_status())["indexed"] == 1
@@ -434,6 +455,62 @@ async def case_deleted_messages_take_their_stored_vectors_with_them(open_system)
     found = await restarted.searcher.search({"query": "secret", "strategy": "semantic"})
     assert contents(found) == ["other session"]
     assert other in {hit["sessionId"] for hit in found["results"]}
+
+
+async def case_an_edited_message_never_gets_its_old_vector_back(open_system):
+    """Text edited out of a message must not stay findable by meaning: after a reload the
+    stored vector of the old text is not attached to the new one, whether or not the new
+    text was embedded before the reload."""
+
+    async def toy_system():
+        """A restart that embeds only when told to (so a reload can come first)."""
+        system = await open_system(**QUIET)
+        calls = []
+
+        async def call_app(name, payload):
+            calls.append(len(payload["texts"]))
+            return toy_vectors(payload["texts"])
+
+        system.ports.call_app = call_app
+        await system.configure_embeddings(
+            {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
+        )
+        await system.vectors.index_now()
+        return system, calls
+
+    async def semantic_score(system, query, message_id):
+        found = await system.searcher.search({"query": query, "strategy": "semantic"})
+        scores = [
+            h["scores"]["semantic"] for h in found["results"] if h["message"]["id"] == message_id
+        ]
+        return scores[0] if scores else 0.0
+
+    def cosine(a, b):
+        dot = sum(x * y for x, y in zip(a, b, strict=True))
+        return max(dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b)), 0.0)
+
+    old, new, newer = "purple elephant dancing", "green frog singing", "grey owl hooting"
+    system, _ = await toy_system()
+    sid, added = await session_with(system, [old, "blue whale"])
+    await system.vectors.index_now()
+    edited = added[0]["id"]
+    assert await semantic_score(system, old, edited) > 0.99
+    # Edited, and the system reloaded before the new text was embedded.
+    await system.sessions.update_message(sid, edited, {"content": new})
+    restarted, calls = await toy_system()
+    assert calls == [1]  # the edited message, embedded again; "blue whale" was loaded
+    expected = cosine(*toy_vectors([old, new]))
+    assert abs(await semantic_score(restarted, old, edited) - expected) < 0.01
+    assert await semantic_score(restarted, new, edited) > 0.99
+    # Edited again and embedded before the reload: the newest vector is the one loaded.
+    await restarted.sessions.update_message(sid, edited, {"content": newer})
+    await restarted.vectors.index_now()
+    again, calls = await toy_system()
+    assert calls == []
+    for text in (old, new):
+        expected = cosine(*toy_vectors([text, newer]))
+        assert abs(await semantic_score(again, text, edited) - expected) < 0.01
+    assert await semantic_score(again, newer, edited) > 0.99
 
 
 async def case_a_new_model_never_mixes_vectors(open_system):

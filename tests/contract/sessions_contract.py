@@ -5,7 +5,7 @@ the case's own durable storage (calling it again is a restart: same records, a f
 DuckDB mirror). Self-contained so that it runs inside Pyodide too.
 """
 
-from airi_memory.errors import InvalidValueError, NotFoundError
+from airi_memory.errors import InvalidValueError, NotFoundError, ProviderError
 from contract.common import DAY, Clock, expect_error
 
 
@@ -201,6 +201,73 @@ async def case_active_session_is_kept_per_character(open_system):
     restarted = await open_system()
     assert await restarted.sessions.get_active_session_id("airi") == a["sessionId"]
     assert await restarted.sessions.get_active_session_id() == b["sessionId"]
+
+
+async def case_ids_never_share_a_storage_key(open_system):
+    """User and character ids go into storage keys; unstorage turns ``/`` into ``:``, so
+    ``a/b`` and ``a:b`` must not land on one record, and ``..`` or a trailing ``$`` must
+    not stop the system from opening. Ordinary ids keep the keys they always had."""
+    from airi_memory.llm import LlmConfig
+    from airi_memory.llm.providers import CallbackLlm
+
+    async def overloaded(request):
+        raise RuntimeError("model overloaded")
+
+    slash = await open_system(userId="a/b", retention={"enabled": False})
+    colon = await open_system(userId="a:b", retention={"enabled": False})
+    mine, theirs = slash.sessions, colon.sessions
+    first = (await mine.create_session({"characterId": "x/y"}))["sessionId"]
+    second = (await mine.create_session({"characterId": "x:y"}))["sessionId"]
+    other = (await theirs.create_session({"characterId": "x/y"}))["sessionId"]
+    for store, sid in ((mine, first), (mine, second), (theirs, other)):
+        await store.set_active_session_id(sid)
+    await slash.context.set_user_profile({"name": "slash"})
+    await colon.context.set_user_profile({"name": "colon"})
+    for text in ("hello", "again"):
+        await mine.add_message(first, {"role": "user", "content": text})
+    slash.summarizer.provider = CallbackLlm(LlmConfig(provider="callback"), overloaded)
+    await expect_error(
+        ProviderError, slash.summarizer.summarize_old_context(first, 1), "overloaded"
+    )
+    for user_id, active, profile, retries in (
+        ("a/b", {"x/y": first, "x:y": second}, "slash", [first]),
+        ("a:b", {"x/y": other, "x:y": None}, "colon", []),
+    ):
+        reopened = await open_system(userId=user_id, retention={"enabled": False})
+        for character, sid in active.items():
+            assert await reopened.sessions.get_active_session_id(character) == sid
+        assert (await reopened.context.get_user_profile())["name"] == profile
+        assert list(reopened.summarizer.failures) == retries
+    for odd in ("..", ".", "money$", "what?", "back\\slash", "50%"):
+        system = await open_system(userId=odd, retention={"enabled": False})
+        sid = (await system.sessions.create_session({"characterId": odd}))["sessionId"]
+        await system.sessions.set_active_session_id(sid)
+        await system.context.set_user_profile({"name": odd})
+        reopened = await open_system(userId=odd, retention={"enabled": False})
+        assert (await reopened.info())["activeSessionId"] is None  # "default" has none
+        assert await reopened.sessions.get_active_session_id(odd) == sid
+        assert (await reopened.context.get_user_profile())["name"] == odd
+    # Ordinary ids (nanoid's alphabet: "tester", "default") keep their keys: data written
+    # before ids were encoded is still found.
+    plain = await open_system(retention={"enabled": False})
+    sid = (await plain.sessions.create_session({"characterId": "airi"}))["sessionId"]
+    await plain.sessions.set_active_session_id(sid)
+    await plain.context.set_user_profile({"name": "plain"})
+    keys = await plain.storage.get_keys("local:memory")
+    assert "local:memory:active:tester:airi" in keys
+    assert "local:memory:profile:tester" in keys
+    assert f"local:memory:sessions:{sid}" in keys
+    # Session ids are checked, not encoded: only nanoid's alphabet is accepted, so one
+    # from a file that would break a key is refused with the field named.
+    for bad in ("x:y", "../z", "a/b"):
+        export = {"version": "1.0.0", "sessions": [{"meta": {"sessionId": bad}, "messages": []}]}
+        await expect_error(
+            InvalidValueError,
+            plain.import_sessions(export, {"keepIds": True}),
+            "sessions[0].meta.sessionId",
+        )
+    reopened = await open_system(retention={"enabled": False})
+    assert [m["sessionId"] for m in await reopened.sessions.get_all_sessions()] == [sid]
 
 
 async def case_export_import_round_trip_and_duplicates(open_system):

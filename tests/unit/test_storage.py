@@ -1,10 +1,13 @@
 """The storage contract on CPython, over the memory and filesystem drivers."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from airi_memory.errors import InvalidKeyError
 from airi_memory.storage import MemoryDriver, Storage
 from airi_memory.storage.fs import FsDriver
-from airi_memory.storage.keys import normalize_key
+from airi_memory.storage.keys import from_key_segment, item_key, key_segment, normalize_key
 from airi_memory.storage.values import destr, stringify
 from contract.storage_contract import CASES
 
@@ -38,6 +41,29 @@ async def test_storage_contract(case, kind, tmp_path):
 )
 def test_normalize_key_matches_unstorage(key, expected):
     assert normalize_key(key) == expected
+
+
+@given(st.text(min_size=1, max_size=30), st.text(min_size=1, max_size=30))
+def test_ids_as_key_segments_never_collide_and_always_pass_the_key_rules(first, second):
+    keys = [f"local:memory:active:{key_segment(a)}:{key_segment(b)}" for a, b in (
+        (first, second), (second, first), (first + ":" + second, "x"), (first + "/" + second, "x"),
+    )]  # fmt: skip
+    for key in keys:
+        assert item_key(key) == key  # unstorage leaves it as it is
+    segment = key_segment(first)
+    assert ":" not in segment and from_key_segment(segment) == first
+    assert (key_segment(first) == key_segment(second)) == (first == second)
+    assert len(set(keys)) == (3 if first == second else 4)
+
+
+def test_ordinary_ids_keep_their_keys_and_odd_ones_are_encoded():
+    for plain in ("tester", "default", "V1StGXR8_Z5jdHi6B-myT", "alice@example.com", "東京"):
+        assert key_segment(plain) == plain
+    encoded = {"a/b": "a%2Fb", "a:b": "a%3Ab", "..": "%2E%2E", ".": "%2E", "x$": "x%24",
+               "50%": "50%25", "a?b": "a%3Fb", "a\\b": "a%5Cb", "\n": "%0A"}  # fmt: skip
+    assert {value: key_segment(value) for value in encoded} == encoded
+    with pytest.raises(InvalidKeyError, match="empty"):
+        key_segment("")
 
 
 @pytest.mark.parametrize(

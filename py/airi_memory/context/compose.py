@@ -15,6 +15,7 @@ from cachetools import LRUCache
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ContextTooLongError, InvalidValueError
+from .summaries import is_summary, latest_summary
 from .tokens import ESTIMATE, ModelPreset, Tokens, find_preset, message_token_text
 
 WINDOWS_KEPT = 16  # sessions whose units and counts are kept between compositions
@@ -58,10 +59,6 @@ class ComposeOptions(BaseModel):
     retrieval: RecallOptions | None = None
 
 
-def is_summary(message: dict[str, Any]) -> bool:
-    return isinstance(message.get("summary"), dict)
-
-
 def sendable(message: dict[str, Any]) -> dict[str, Any]:
     return {k: message[k] for k in SENT_FIELDS if message.get(k) is not None}
 
@@ -97,13 +94,11 @@ class Window:
     source: list[dict[str, Any]]
     system: dict[str, Any] | None = None
     summary: dict[str, Any] | None = None
+    covered: set[str] = field(default_factory=set)  # ids of the turns the summary stands for
     units: list[Unit] = field(default_factory=list)
     history: int = 0  # messages in the history, orphans included
     # Whether a tool result arriving next belongs to the last unit (its head called it).
     open_for_tools: bool = False
-
-    def covers(self) -> set[str]:
-        return set(self.summary["summary"]["covers"]) if self.summary else set()
 
 
 def split_session(messages: list[dict[str, Any]], use_summary: bool = True) -> Window:
@@ -111,15 +106,14 @@ def split_session(messages: list[dict[str, Any]], use_summary: bool = True) -> W
     if messages and messages[0].get("role") == "system" and not is_summary(messages[0]):
         window.system = messages[0]
     if use_summary:
-        summaries = [m for m in messages if is_summary(m)]
-        window.summary = summaries[-1] if summaries else None
+        window.summary, window.covered = latest_summary(messages)
     return window
 
 
 def history_of(window: Window, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What of ``messages`` belongs in the history: not summaries, not covered by the
     summary, and not ``error`` messages (those are for the user's eyes, not the model's)."""
-    covered = window.covers()
+    covered = window.covered
     skip = window.system
     return [
         m
@@ -274,7 +268,7 @@ class Composer:
             "contextPlacement": placement,
             "droppedMessages": window.history - sum(len(unit.messages) for unit in kept),
             "summaryId": window.summary.get("id") if window.summary else None,
-            "coveredBySummary": len(window.covers()),
+            "coveredBySummary": len(window.covered),
             "messageIds": [m.get("id") for unit in kept for m in unit.messages],
         }
         if options.details:

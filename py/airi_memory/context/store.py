@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import InvalidValueError
 from ..models import ContextMessage, validate_or_raise
 from ..storage import Storage
+from ..storage.keys import key_segment
 
 Provider = Callable[[], Awaitable[Any]]
 DATETIME = "module:datetime"
@@ -37,7 +38,7 @@ class ContextStore:
         self.clock = clock
         self.max_per_source = max_per_source
         self.timezone = timezone
-        self.profile_key = f"local:memory:profile:{user_id}"
+        self.profile_key = f"local:memory:profile:{key_segment(user_id)}"
         # sourceType -> sourceId -> entries, oldest first (dicts keep insertion order)
         self._entries: dict[str, dict[str, list[ContextMessage]]] = {}
         self._providers: dict[str, Provider] = {}

@@ -15,7 +15,7 @@ deleted, so a failed summary never costs history.
 import time
 from typing import Any
 
-from ..context.compose import is_summary
+from ..context.summaries import is_summary, latest_summary
 from ..errors import AiriMemoryError, ProviderError
 from ..models import MessageRetentionPolicy, RetentionPolicy
 from ..sessions import SessionStore
@@ -85,10 +85,7 @@ async def apply_message_retention(
     excess = len(messages) - policy.max_messages_per_session
     if excess <= 0:
         return report
-    covered: set[str] = set()
-    for message in messages:
-        if is_summary(message):
-            covered = set(message["summary"]["covers"])
+    _, covered = latest_summary(messages)
     doomed: list[str] = []
     for index, message in enumerate(messages):
         if len(doomed) >= excess and message.get("role") != "tool":

@@ -20,8 +20,9 @@ from ..context.compose import history_of, split_session
 from ..context.tokens import estimate_tokens, message_token_text
 from ..errors import InvalidValueError, ProviderError
 from ..llm import LlmProvider
-from ..models import ChatHistoryItem, SummaryInfo, validate_or_raise
+from ..models import WRITTEN_HERE, ChatHistoryItem, validate_or_raise
 from ..sessions import SessionStore
+from ..storage.keys import key_segment
 
 SUMMARY_PREFIX = "Previous conversation summary: "
 EXTRACTIVE_PREFIX = "Previous conversation summary (extractive, no LLM configured): "
@@ -47,7 +48,7 @@ class Summarizer:
         # Sessions whose last attempt failed: {attempts, error, retryAt, threshold}; stored,
         # so that a reload still retries them.
         self.failures: dict[str, dict[str, Any]] = {}
-        self.failures_key = f"local:memory:summary-retries:{sessions.user_id}"
+        self.failures_key = f"local:memory:summary-retries:{key_segment(sessions.user_id)}"
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def load(self) -> None:
@@ -121,14 +122,16 @@ class Summarizer:
                     "role": "system",
                     "content": (SUMMARY_PREFIX if method == "llm" else EXTRACTIVE_PREFIX) + text,
                     "createdAt": self.clock(),
-                    "summary": SummaryInfo(
-                        covers=covers,
-                        method=method,
-                        provider=self.provider.name if self.provider else "extractive",
-                        model=self.provider.config.model if self.provider else None,
-                        supersedes=previous.get("id") if previous else None,
-                    ).to_wire(),
+                    "summary": {
+                        "covers": covers,
+                        "method": method,
+                        "provider": self.provider.name if self.provider else "extractive",
+                        "model": self.provider.config.model if self.provider else None,
+                        "supersedes": previous.get("id") if previous else None,
+                        "trusted": True,
+                    },
                 },
+                context=WRITTEN_HERE,
             )
             replaces = previous.get("id") if previous else None
             previous = await self.sessions.put_summary(session_id, summary, replaces)

@@ -7,6 +7,8 @@ new user and assistant messages in batches, inserts them into DuckDB, and stores
 batch as one record under ``local:memory:vectors:<model key>:...``. At start the stored
 batches of the configured model are loaded back; a different model has its own key, so
 two models' vectors never mix, and changing the model re-embeds in the background.
+A stored vector names its message and the text it was made from (a hash): after an edit
+the old text's vector never comes back to the message, which is embedded again instead.
 The top-k scan is an inner product in DuckDB, with the filters in the same SQL.
 """
 
@@ -37,6 +39,13 @@ SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batch
 RETRY_S = 30.0  # after a provider failure
 LOAD_CHUNK = 8192  # stored vectors inserted per statement at start
 WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
+# The text a vector was made from, as DuckDB sees it in ``chat_messages`` (64 bits of the
+# md5 of the folded text, the same in every version): a vector counts only for the text
+# a message has now (an edit of nothing but case or accents keeps its vector).
+TEXT_HASH = "left(md5(m.folded), 16)"
+# A vector's key: (session id, record, TEXT_HASH). Batches stored before the hash was kept
+# have (session id, record) only, and are taken as they are.
+VectorKey = tuple[str, ...]
 
 
 def vectors_table(name: str, keys: str, dimensions: int, compact: bool = True) -> str:
@@ -44,16 +53,14 @@ def vectors_table(name: str, keys: str, dimensions: int, compact: bool = True) -
     return f"CREATE OR REPLACE TABLE {name} ({keys}, vec {element}[{dimensions}], scale FLOAT)"
 
 
-def encode_batch(
-    keys: list[tuple[str, str]], codes: bytes, scales: bytes, dimensions: int
-) -> bytes:
+def encode_batch(keys: list[VectorKey], codes: bytes, scales: bytes, dimensions: int) -> bytes:
     """One stored batch: a length-prefixed JSON header (keys, dimensions, encoding), then
     the int8 codes, then the float32 scales."""
     header = json.dumps({"keys": keys, "dimensions": dimensions, "encoding": "int8"}).encode()
     return struct.pack("<I", len(header)) + header + codes + scales
 
 
-def decode_batch(data: bytes) -> tuple[list[tuple[str, str]], bytes, bytes, int]:
+def decode_batch(data: bytes) -> tuple[list[VectorKey], bytes, bytes, int]:
     """(keys, codes, scales, dimensions). Batches stored before int8 hold float32s."""
     (size,) = struct.unpack_from("<I", data)
     header = json.loads(data[4 : 4 + size])
@@ -93,7 +100,10 @@ class VectorIndex:
         # Stored batches by number (``message_vectors.batch``): storage key, vectors in it.
         self._stored: dict[int, tuple[str, int]] = {}
         self._batches = 0  # the last number given
-        self._prune_due = True  # stored batches may hold vectors of deleted messages
+        self._prune_due = True  # stored batches may hold vectors of deleted or edited messages
+        # Stored batches without the text each vector was made from (older versions): taken
+        # as they are, then stored again with it, so later edits are caught in them too.
+        self._unverified: set[int] = set()
 
     @property
     def sql(self) -> Any:
@@ -124,12 +134,14 @@ class VectorIndex:
             self._loaded.set()
         while True:
             try:
-                if self._prune_due:
+                if self._prune_due:  # first: deletes are pruned even when embedding fails
                     await self._prune()
                 if self.config.background_indexing:
                     await self._index_pending()
                 else:
                     await self._count_pending()
+                if self._prune_due:  # an edited message embedded again
+                    await self._prune()
                 self.state = "ready"
                 self._progress()
                 await self._wake.wait()
@@ -153,7 +165,7 @@ class VectorIndex:
             vectors_table(TABLE, "doc INTEGER, batch INTEGER", dims, self.config.compact_vectors)
         )
         await self.sessions.mirror.flush()
-        keys: list[tuple[str, str]] = []
+        keys: list[VectorKey] = []
         batches: list[int] = []
         codes, scales = bytearray(), bytearray()
         # One stored batch at a time into Python: its heap never gives memory back.
@@ -162,6 +174,8 @@ class VectorIndex:
             if stored_dims == dims:
                 batch = self._number()
                 self._stored[batch] = (key, len(batch_keys))
+                if batch_keys and len(batch_keys[0]) < 3:
+                    self._unverified.add(batch)
                 keys += batch_keys
                 batches += [batch] * len(batch_keys)
                 codes += batch_codes
@@ -180,26 +194,33 @@ class VectorIndex:
         return self._batches
 
     async def _insert(
-        self, keys: list[tuple[str, str]], batches: list[int], codes: bytes, scales: bytes
+        self, keys: list[VectorKey], batches: list[int], codes: bytes, scales: bytes
     ) -> None:
-        """Vectors by (session id, record) into the table by ``doc``: messages deleted
-        meanwhile (or before a reload) simply find no row to join."""
+        """Vectors by (session id, record, text) into the table by ``doc``: messages
+        deleted meanwhile (or before a reload) find no row to join, and messages edited
+        meanwhile no row with their text, so they stay pending and are embedded again."""
         columns = {
             "session_id": [k[0] for k in keys],
             "record": [k[1] for k in keys],
+            "text_hash": [k[2] if len(k) > 2 else "" for k in keys],
             "batch": [str(batch) for batch in batches],
         }
         # A new staging table each time, dropped after: an in-memory DuckDB table keeps the
         # memory of deleted rows (100k vectors' worth after a load).
         dims = self.config.dimensions
         await self.sql.execute(
-            vectors_table(STAGING, "session_id VARCHAR, record VARCHAR, batch VARCHAR", dims)
+            vectors_table(
+                STAGING,
+                "session_id VARCHAR, record VARCHAR, text_hash VARCHAR, batch VARCHAR",
+                dims,
+            )
         )
         await self.sql.insert_vectors(STAGING, columns, codes, scales, dims)
         await self.sql.execute(
             f"INSERT INTO {TABLE} SELECT m.doc, v.batch::INTEGER, v.vec, v.scale FROM {STAGING} v "
             "JOIN chat_messages m ON m.session_id = v.session_id AND m.record = v.record "
-            f"WHERE NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
+            f"WHERE (v.text_hash = '' OR v.text_hash = {TEXT_HASH}) "
+            f"AND NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
         )
         await self.sql.execute(f"DROP TABLE {STAGING}")
 
@@ -225,13 +246,14 @@ class VectorIndex:
         await self._count_pending()
         if not self.pending:
             return
+        self._prune_due = True  # an edited message among them: its old vector is stored
         self.state = "indexing"
         self._progress()
         self._run_began = (time.perf_counter(), self.indexed)
         while True:
             await self.sessions.mirror.flush()
             window = await self.sql.query(
-                f"SELECT m.session_id, m.record, m.body {self._PENDING} "
+                f"SELECT m.session_id, m.record, {TEXT_HASH} AS text_hash, m.body {self._PENDING} "
                 "ORDER BY m.created_at DESC LIMIT ?",
                 [self.config.batch_size * WINDOW_BATCHES],
             )
@@ -240,10 +262,10 @@ class VectorIndex:
             # The words as written (the folded column drops accents some languages need).
             # Batches of similar lengths: a batch is padded to its longest text.
             rows = [
-                (sid, record, message_token_text(json.loads(body)))
-                for sid, record, body in window.tuples()
+                (sid, record, text_hash, message_token_text(json.loads(body)))
+                for sid, record, text_hash, body in window.tuples()
             ]
-            rows.sort(key=lambda row: len(row[2]))
+            rows.sort(key=lambda row: len(row[3]))
             size = self.config.batch_size
             batches = [rows[first : first + size] for first in range(0, len(rows), size)]
             # Storing one batch overlaps embedding the next (the model has its own worker).
@@ -253,20 +275,21 @@ class VectorIndex:
                     vectors = await self.embedder.embed([text for *_, text in batch])
                     if storing is not None:
                         await storing
-                    keys = [(sid, record) for sid, record, _ in batch]
+                    keys = [key for *key, _ in batch]
                     storing = asyncio.ensure_future(self._store_batch(keys, vectors))
             finally:
                 if storing is not None:
                     await storing
 
-    async def _store_batch(self, keys: list[tuple[str, str]], vectors: bytes) -> None:
+    async def _store_batch(self, keys: list[VectorKey], vectors: bytes) -> None:
         await self.store(keys, *quantize(vectors, self.config.dimensions))
         began, indexed_before = self._run_began
         self.rate = round((self.indexed - indexed_before) / (time.perf_counter() - began), 1)
         self._progress()
 
-    async def store(self, keys: list[tuple[str, str]], codes: bytes, scales: bytes) -> None:
-        """Quantized vectors of messages by (session id, record): into DuckDB, and kept."""
+    async def store(self, keys: list[VectorKey], codes: bytes, scales: bytes) -> None:
+        """Quantized vectors of messages by (session id, record, TEXT_HASH): into DuckDB,
+        and kept."""
         await self._loaded.wait()  # the tables exist, and stored vectors are back
         dims = self.config.dimensions
         batch = self._number()
@@ -278,29 +301,32 @@ class VectorIndex:
         self.pending = max(self.pending - len(keys), 0)
 
     async def _prune(self) -> None:
-        """Stored batches forget the vectors of deleted messages (an embedding gives away
-        much of its text), and the duplicates two tabs may both have stored."""
+        """Stored batches forget the vectors of deleted messages and of edited texts (an
+        embedding gives away much of its text), and the duplicates two tabs may both
+        have stored."""
         async with self._indexing:
             self._prune_due = False
             await self.sessions.mirror.flush()
             live = await self.sql.query(f"SELECT batch, count(*) AS n FROM {TABLE} GROUP BY 1")
             counts = dict(live.tuples())
             for batch, (key, stored) in list(self._stored.items()):
-                if counts.get(batch, 0) < stored:
+                if counts.get(batch, 0) < stored or batch in self._unverified:
                     await self._rewrite(batch, key)
             self.indexed = int(sum(counts.values()))
 
     async def _rewrite(self, batch: int, key: str) -> None:
-        """One stored batch again, with only the vectors DuckDB still holds from it."""
+        """One stored batch again, with only the vectors DuckDB still holds from it, each
+        with the text it stands for."""
         live = await self.sql.query(
-            f"SELECT m.session_id, m.record FROM {TABLE} v JOIN chat_messages m "
+            f"SELECT m.session_id, m.record, {TEXT_HASH} FROM {TABLE} v JOIN chat_messages m "
             "ON m.doc = v.doc WHERE v.batch = ?",
             [batch],
         )
-        kept_keys = set(live.tuples())
+        texts = {(sid, record): text for sid, record, text in live.tuples()}
+        self._unverified.discard(batch)
         data = await self.sessions.storage.get_item_raw(key)
         keys, codes, scales, dims = decode_batch(bytes(data)) if data else ([], b"", b"", 0)
-        kept = [row for row, k in enumerate(keys) if k in kept_keys]
+        kept = [row for row, k in enumerate(keys) if k[:2] in texts]
         if not kept:
             await self.sessions.storage.remove_item(key)
             del self._stored[batch]
@@ -308,8 +334,9 @@ class VectorIndex:
         kept_codes = b"".join(codes[row * dims : (row + 1) * dims] for row in kept)
         row_scales = array("f", scales)
         kept_scales = array("f", [row_scales[row] for row in kept]).tobytes()
+        kept_keys = [(*keys[row][:2], texts[keys[row][:2]]) for row in kept]
         await self.sessions.storage.set_item_raw(
-            key, encode_batch([keys[row] for row in kept], kept_codes, kept_scales, dims)
+            key, encode_batch(kept_keys, kept_codes, kept_scales, dims)
         )
         self._stored[batch] = (key, len(kept))
 

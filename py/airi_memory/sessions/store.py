@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from ..errors import InvalidValueError, NotFoundError, WriteConflictError
 from ..models import (
+    WRITTEN_HERE,
     CacheConfig,
     ChatHistoryItem,
     ChatSessionMeta,
@@ -920,7 +921,10 @@ class SessionStore:
                 "forkReason": opts.get("reason"),
             },
         )
-        copies = [ChatHistoryItem.model_validate(m) for m in messages[:at_index]]
+        # A fork is written here from messages stored here: their summaries stay trusted.
+        copies = [
+            ChatHistoryItem.model_validate(m, context=WRITTEN_HERE) for m in messages[:at_index]
+        ]
         await self.queue.run("forkSession", lambda: self._write_session(fork, copies))
         return fork.to_wire()
 

@@ -7,6 +7,7 @@ On top of unstorage's own checks we refuse keys it would accept but that cannot 
 """
 
 import re
+from urllib.parse import unquote
 
 from ..errors import InvalidKeyError
 
@@ -15,6 +16,27 @@ _REPEATED_COLONS = re.compile(r":+")
 _EDGE_COLON = re.compile(r"^:|:$")
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
 MAX_KEY_LENGTH = 1024
+# What in an id would change or break the key it becomes part of: the separators
+# (``/ \ :``), ``?`` (unstorage drops the rest), ``$`` (a trailing one is reserved),
+# control characters, and ``%`` itself, so that the encoding can always be undone.
+_UNSAFE_IN_SEGMENT = re.compile(r"[%:/\\?$\x00-\x1f\x7f]")
+
+
+def key_segment(value: str) -> str:
+    """An id (user, character, session) as one key segment: different ids never share a
+    key, and the key passes ``item_key`` unchanged. Only characters unstorage would
+    change or refuse are percent-encoded (and ``.`` / ``..``, whole), so ordinary ids,
+    nanoid-like or not, keep the keys they always had."""
+    if not value:
+        raise InvalidKeyError("an id used in a storage key must not be empty")
+    if value in (".", ".."):
+        return value.replace(".", "%2E")
+    return _UNSAFE_IN_SEGMENT.sub(lambda found: f"%{ord(found.group()):02X}", value)
+
+
+def from_key_segment(segment: str) -> str:
+    """The id ``key_segment`` encoded."""
+    return unquote(segment)
 
 
 def normalize_key(key: str | None) -> str:
