@@ -217,7 +217,8 @@ class MemorySystem:
         return await transfer.export_sessions(self.sessions, session_ids)
 
     async def import_sessions(self, data: Any, options: Any = None) -> dict[str, Any]:
-        return await transfer.import_sessions(self.sessions, data, options)
+        max_bytes = self.options.import_.max_bytes
+        return await transfer.import_sessions(self.sessions, data, options, max_bytes)
 
     # --- context and composition ------------------------------------------------
     async def register_app_provider(self, source_type: str) -> list[str]:

@@ -3,19 +3,42 @@
 Field names follow the seed (``ChatSessionMeta``, ``ChatHistoryItem``) and AIRI's real
 records. Unknown fields are kept, never dropped: AIRI and other apps add their own.
 ``validate_or_raise`` turns pydantic's report into one error naming the first bad field.
+
+Input from outside (``validate_or_raise``) is held to bounds that a record read back
+from storage (``model_validate``) and the library's own writes (``WRITTEN_HERE``) are
+not, so that tightening a bound never makes a stored record unreadable: timestamps
+within JavaScript's Date range and at most a day ahead of the clock, content parts,
+attached fields and unknown fields bounded in bytes and nesting.
 """
 
 import secrets
 import time
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from .errors import InvalidValueError
 
 MAX_CONTENT_CHARS = 1_000_000
 MAX_TITLE_CHARS = 500
 MAX_ID_CHARS = 128
+MAX_CONTENT_PARTS = 256
+# JSON bytes of one message's content parts, its slices, its tool_results, or all of a
+# record's unknown fields together; each nested at most MAX_FIELD_DEPTH levels, so that a
+# whole export (four levels above a message's fields) stays within an import's depth bound.
+MAX_FIELD_BYTES = 2_000_000
+MAX_FIELD_DEPTH = 32
+JS_MAX_TIME = 8_640_000_000_000_000  # |t| of a JavaScript Date, in ms
+DAY_MS = 24 * 60 * 60 * 1000
 # Session ids become storage key segments: URL-safe characters only (nanoid's alphabet).
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_-]+$"
 
@@ -34,6 +57,104 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class JsonLimitError(ValueError):
+    """A JSON value over a size or nesting bound; ``path`` names where (``a.b[2]``)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def _text_bytes(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def join_path(head: str, tail: str) -> str:
+    """``head`` and a path below it: ``a`` + ``b[1]`` is ``a.b[1]``, ``a`` + ``[1]`` is ``a[1]``."""
+    if not tail:
+        return head
+    return head + tail if tail.startswith("[") or not head else f"{head}.{tail}"
+
+
+def _where(trail: tuple[Any, ...] | None) -> str:
+    parts: list[str] = []
+    while trail is not None:
+        trail, key = trail
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return "".join(reversed(parts)).lstrip(".")
+
+
+def json_size(value: Any, max_bytes: int, max_depth: int) -> int:
+    """Bytes of ``value`` as compact UTF-8 JSON (escapes not counted), measured without
+    building the text and given up as soon as ``max_bytes`` is passed; objects and lists
+    nested deeper than ``max_depth`` are refused. Iterative: hostile nesting cannot
+    exhaust the interpreter's stack."""
+    total = 0
+    stack: list[tuple[Any, int, tuple[Any, ...] | None]] = [(value, 1, None)]
+    while stack:
+        item, depth, trail = stack.pop()
+        if isinstance(item, str):
+            total += _text_bytes(item) + 2
+        elif isinstance(item, dict | list | tuple):
+            if depth > max_depth:
+                raise JsonLimitError(_where(trail), f"nested more than {max_depth} levels deep")
+            if isinstance(item, dict):
+                total += max(2 * len(item) + 1, 2)  # braces, colons, commas
+                for key, child in item.items():
+                    total += _text_bytes(str(key)) + 2
+                    stack.append((child, depth + 1, (trail, key)))
+            else:
+                total += max(len(item) + 1, 2)  # brackets, commas
+                stack.extend((child, depth + 1, (trail, i)) for i, child in enumerate(item))
+        elif item is None or item is True:
+            total += 4
+        elif item is False:
+            total += 5
+        elif isinstance(item, int | float):
+            total += len(repr(item))
+        else:
+            raise JsonLimitError(_where(trail), f"{type(item).__name__} is not JSON data")
+        if total > max_bytes:
+            raise JsonLimitError("", f"more than {max_bytes:,} bytes of JSON")
+    return total
+
+
+def _limit_error(error: JsonLimitError, reason: str | None = None) -> PydanticCustomError:
+    """A pydantic error whose ``path`` (below the field pydantic names) joins the field path."""
+    return PydanticCustomError(
+        "json_limit", "{reason}", {"path": error.path, "reason": reason or error.reason}
+    )
+
+
+def _input_now(info: ValidationInfo) -> int | None:
+    """The clock to judge input by; None for a stored record or the library's own write."""
+    return info.context.get("now") if info.context else None
+
+
+def _bounded_field(value: Any, info: ValidationInfo) -> Any:
+    """A field holding arbitrary JSON (slices, tool_results), bounded when it is input."""
+    if _input_now(info) is not None:
+        try:
+            json_size(value, MAX_FIELD_BYTES, MAX_FIELD_DEPTH)
+        except JsonLimitError as error:
+            raise _limit_error(error) from None
+    return value
+
+
+def _checked_time(value: int, info: ValidationInfo) -> int:
+    """An epoch-ms time from outside: a JavaScript Date, and not days ahead of the clock
+    (a record stamped in the far future would sort first and never age out)."""
+    now = _input_now(info)
+    if now is None:
+        return value
+    if abs(value) > JS_MAX_TIME:
+        raise PydanticCustomError("time_range", "outside JavaScript's Date range (±8.64e15 ms)")
+    if value > now + DAY_MS:
+        raise PydanticCustomError("time_future", "more than a day in the future")
+    return value
+
+
 class _Wire(BaseModel):
     """camelCase aliases on the wire, snake_case in Python, unknown fields kept."""
 
@@ -43,6 +164,23 @@ class _Wire(BaseModel):
 
     def model_post_init(self, context: Any, /) -> None:
         self.__pydantic_fields_set__.update(self.ALWAYS_WRITTEN)
+
+    @model_validator(mode="after")
+    def _bounded_unknown_fields(self, info: ValidationInfo) -> Self:
+        """Unknown fields are kept, so from outside they are bounded together."""
+        if _input_now(info) is None or not self.__pydantic_extra__:
+            return self
+        used = 0
+        for name, value in self.__pydantic_extra__.items():
+            try:
+                used += json_size(value, MAX_FIELD_BYTES - used, MAX_FIELD_DEPTH) + len(name)
+            except JsonLimitError as error:
+                path = join_path(str(name), error.path)
+                reason = None if error.path else (
+                    f"unknown fields together are more than {MAX_FIELD_BYTES:,} bytes of JSON"
+                )  # fmt: skip
+                raise _limit_error(JsonLimitError(path, error.reason), reason) from None
+        return self
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON object stored and returned to JS: what was given (nulls included) plus
@@ -97,6 +235,22 @@ class ChatHistoryItem(_Wire):
     categorization: Categorization | None = None
     summary: SummaryInfo | None = None
 
+    _bounded_attachments = field_validator("slices", "tool_results", mode="before")(_bounded_field)
+    _checked_created_at = field_validator("created_at")(_checked_time)
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _bounded_parts(cls, value: Any, info: ValidationInfo) -> Any:
+        if _input_now(info) is not None and isinstance(value, list):
+            if len(value) > MAX_CONTENT_PARTS:
+                raise PydanticCustomError(
+                    "too_many_parts",
+                    "{count} parts, more than {limit}",
+                    {"count": len(value), "limit": MAX_CONTENT_PARTS},
+                )
+            return _bounded_field(value, info)
+        return value
+
     def text(self) -> str:
         """The words of the message, whatever its content shape (for search and tokens)."""
         if isinstance(self.content, str):
@@ -130,6 +284,8 @@ class ChatSessionMeta(_Wire):
     fork_index: int | None = Field(default=None, alias="forkIndex", ge=0)
     fork_reason: str | None = Field(default=None, alias="forkReason", max_length=MAX_TITLE_CHARS)
 
+    _checked_times = field_validator("created_at", "updated_at")(_checked_time)
+
 
 class CacheConfig(_Wire):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
@@ -138,9 +294,6 @@ class CacheConfig(_Wire):
     max_size: int = Field(default=100, alias="maxSize", ge=1, le=100_000)
     ttl: int = Field(default=3_600_000, ge=1)
     strategy: Literal["lru", "lfu"] = "lru"
-
-
-DAY_MS = 24 * 60 * 60 * 1000
 
 
 class ContextMessage(_Wire):
@@ -185,16 +338,26 @@ Model = TypeVar("Model", bound=BaseModel)
 
 
 def validate_or_raise(
-    model: type[Model], data: Any, where: str = "", context: dict[str, Any] | None = None
+    model: type[Model],
+    data: Any,
+    where: str = "",
+    context: dict[str, Any] | None = None,
+    now: int | None = None,
 ) -> Model:
-    """Validate ``data``; on failure raise one ``InvalidValueError`` naming the first bad field."""
+    """Validate ``data`` from outside, its times judged against ``now`` (the wall clock
+    unless given), or, with ``context=WRITTEN_HERE``, what this library itself wrote; on
+    failure raise one ``InvalidValueError`` naming the first bad field."""
+    if context is None:
+        context = {"now": now_ms() if now is None else now}
     try:
         return model.model_validate(data, context=context)
     except ValidationError as error:
         first = error.errors()[0]
+        below = (first.get("ctx") or {}).get("path", "") if first["type"] == "json_limit" else ""
         path = where + "".join(
             f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
         )
+        path = join_path(path, below)
         raise InvalidValueError(
             f"invalid {model.__name__} field {path.lstrip('.') or '(root)'!r}: {first['msg']}"
         ) from None

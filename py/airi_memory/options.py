@@ -32,6 +32,11 @@ class RetentionOptions(_Options):
     run_at_start: bool = Field(default=True, alias="runAtStart")
 
 
+class ImportOptions(_Options):
+    # An import file's size as JSON text (UTF-8 bytes); larger files are refused whole.
+    max_bytes: int = Field(default=64 * 2**20, alias="maxBytes", ge=1, le=2**30)
+
+
 class SystemOptions(_Options):
     user_id: str = Field(default="local", alias="userId", min_length=1, max_length=256)
     cache: CacheConfig = Field(default_factory=CacheConfig)
@@ -46,6 +51,7 @@ class SystemOptions(_Options):
     durability: Literal["strict", "relaxed"] = "strict"
     # How often a tab catches up with other tabs' writes when no hint arrives (ms).
     tab_poll_ms: int = Field(default=5000, alias="tabPollMs", ge=100, le=3_600_000)
+    import_: ImportOptions = Field(default_factory=ImportOptions, alias="import")
 
 
 def parse_options(raw: object) -> SystemOptions:

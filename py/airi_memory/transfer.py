@@ -1,19 +1,31 @@
 """Export and import of conversations, in the seed's envelope and in AIRI's real files.
 
 Import checks the whole file before writing anything, then writes every session and
-message in one storage batch (one IndexedDB transaction): all of it lands, or none.
+message in one storage batch (one IndexedDB transaction): all of it lands, or none. A
+file is someone else's data: its size in bytes, its nesting, its counts and every
+record in it are bounded before anything is kept.
 """
 
+import json
 from typing import Any
 
 from .errors import InvalidValueError
-from .models import ChatHistoryItem, ChatSessionMeta, new_id, validate_or_raise
+from .models import (
+    ChatHistoryItem,
+    ChatSessionMeta,
+    JsonLimitError,
+    json_size,
+    new_id,
+    now_ms,
+    validate_or_raise,
+)
 from .sessions import SessionStore
 
 EXPORT_VERSION = "1.0.0"
 AIRI_FORMAT = "chat-sessions-index:v1"
 MAX_IMPORT_SESSIONS = 10_000
 MAX_IMPORT_MESSAGES = 500_000
+MAX_IMPORT_DEPTH = 64
 
 
 async def export_sessions(store: SessionStore, session_ids: list[str] | None = None) -> dict:
@@ -31,6 +43,30 @@ async def export_sessions(store: SessionStore, session_ids: list[str] | None = N
             for meta in metas
         ],
     }
+
+
+def _bounded(data: Any, max_bytes: int) -> Any:
+    """The file as parsed JSON (given as text or already parsed), within ``max_bytes`` of
+    JSON text and ``MAX_IMPORT_DEPTH`` levels of nesting."""
+    too_big = f"the import file is more than {max_bytes:,} bytes (the import.maxBytes option)"
+    if isinstance(data, str):
+        if len(data) > max_bytes or len(data.encode("utf-8", "surrogatepass")) > max_bytes:
+            raise InvalidValueError(too_big)
+        try:
+            data = json.loads(data)
+        except RecursionError:
+            raise InvalidValueError(
+                f"the import file is nested more than {MAX_IMPORT_DEPTH} levels deep"
+            ) from None
+        except ValueError as error:
+            raise InvalidValueError(f"the import file is not JSON: {error}") from None
+    try:
+        json_size(data, max_bytes, MAX_IMPORT_DEPTH)
+    except JsonLimitError as error:
+        if not error.path:
+            raise InvalidValueError(too_big) from None
+        raise InvalidValueError(f"invalid import field {error.path!r}: {error.reason}") from None
+    return data
 
 
 def _entries(data: Any) -> tuple[str, list[tuple[str, Any]]]:
@@ -54,8 +90,9 @@ def _entries(data: Any) -> tuple[str, list[tuple[str, Any]]]:
 
 
 def _validate(
-    entries: list[tuple[str, Any]],
+    entries: list[tuple[str, Any]], now: int
 ) -> list[tuple[ChatSessionMeta, list[ChatHistoryItem]]]:
+    """Every session and message checked (times against ``now``), ids unique per session."""
     if len(entries) > MAX_IMPORT_SESSIONS:
         raise InvalidValueError(
             f"invalid import field 'sessions': {len(entries)} sessions, more than "
@@ -67,7 +104,7 @@ def _validate(
             raise InvalidValueError(
                 f"invalid import field '{path}': expected {{meta, messages: []}}"
             )
-        meta = validate_or_raise(ChatSessionMeta, entry.get("meta"), f"{path}.meta")
+        meta = validate_or_raise(ChatSessionMeta, entry.get("meta"), f"{path}.meta", now=now)
         total += len(entry["messages"])
         if total > MAX_IMPORT_MESSAGES:
             raise InvalidValueError(
@@ -75,20 +112,38 @@ def _validate(
                 "messages in one import"
             )
         messages = [
-            validate_or_raise(ChatHistoryItem, message, f"{path}.messages[{i}]")
+            validate_or_raise(ChatHistoryItem, message, f"{path}.messages[{i}]", now=now)
             for i, message in enumerate(entry["messages"])
         ]
+        _unique_ids(path, messages)
         parsed.append((meta, messages))
     return parsed
 
 
-async def import_sessions(store: SessionStore, data: Any, options: Any = None) -> dict[str, Any]:
+def _unique_ids(path: str, messages: list[ChatHistoryItem]) -> None:
+    """Two messages of one session with one id: updates and deletes would hit either."""
+    first_at: dict[str, int] = {}
+    for i, message in enumerate(messages):
+        earlier = first_at.setdefault(message.id, i)
+        if earlier != i:
+            raise InvalidValueError(
+                f"invalid import field '{path}.messages[{i}].id': duplicate message id "
+                f"{message.id!r}, also at {path}.messages[{earlier}]"
+            )
+
+
+async def import_sessions(
+    store: SessionStore, data: Any, options: Any, max_bytes: int
+) -> dict[str, Any]:
+    """``data``: an export file, parsed or as JSON text, of at most ``max_bytes``."""
     options = options or {}
     if not isinstance(options, dict) or set(options) - {"keepIds"}:
         raise InvalidValueError("importSessions options: only {keepIds: boolean} is known")
     keep_ids = bool(options.get("keepIds", False))
-    file_format, entries = _entries(data)
-    parsed = _validate(entries)
+    file_format, entries = _entries(_bounded(data, max_bytes))
+    # Times are judged by the later of the clocks that stamp records (the store's, and the
+    # wall clock a message's default createdAt reads), so our own export always imports.
+    parsed = _validate(entries, max(store.clock(), now_ms()))
 
     async def task() -> dict[str, Any]:
         await store.catch_up()  # what other tabs imported counts as known too

@@ -538,4 +538,151 @@ async def case_concurrent_reads_and_writes_see_every_message(open_system):
     assert [m["content"] for m in await s.load_session_messages(sid)][-1] == "racing"
 
 
+def _file(*entries):
+    return {"version": "1.0.0", "exportedAt": 1, "sessions": list(entries)}
+
+
+def _nested(levels):
+    value = "bottom"
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+async def case_hostile_import_files_are_refused_and_write_nothing(open_system):
+    """Size in bytes, nesting, parts, attached fields, timestamps and duplicate ids are
+    bounded; each refusal names its field and leaves the store as it was."""
+    import json
+
+    from airi_memory.models import MAX_CONTENT_PARTS, MAX_FIELD_BYTES, now_ms
+
+    clock = Clock()
+    system = await open_system(clock=clock, **{"import": {"maxBytes": 50_000}})
+    sid = (await system.sessions.create_session({"title": "Existing"}))["sessionId"]
+    keys_before = sorted(await system.storage.get_keys("local"))
+
+    def one(*messages, meta=None):
+        return _file({"meta": meta or {"sessionId": "s1"}, "messages": list(messages)})
+
+    big = one({"role": "user", "content": "x" * 60_000})
+    await expect_error(InvalidValueError, system.import_sessions(big), "50,000 bytes", "maxBytes")
+    await expect_error(
+        InvalidValueError, system.import_sessions(json.dumps(big)), "50,000 bytes", "maxBytes"
+    )
+    # UTF-8 bytes, not characters: 20,000 four-byte characters are 80,000 bytes.
+    emoji = one({"role": "user", "content": "\U0001f600" * 20_000})
+    await expect_error(InvalidValueError, system.import_sessions(emoji), "50,000 bytes")
+    deep = one({"role": "user", "content": "x", "deep": _nested(70)})
+    await expect_error(
+        InvalidValueError, system.import_sessions(deep), "sessions[0].messages[0].deep.a", "64"
+    )
+    await expect_error(InvalidValueError, system.import_sessions(json.dumps(deep)), "64 levels")
+    latest = max(clock.now, now_ms())  # the later of the store's clock and the wall clock
+    future = latest + 2 * DAY
+    await expect_error(
+        InvalidValueError,
+        system.import_sessions(one({"role": "user", "content": "x", "createdAt": future})),
+        "sessions[0].messages[0].createdAt",
+        "future",
+    )
+    await expect_error(
+        InvalidValueError,
+        system.import_sessions(one(meta={"sessionId": "s1", "updatedAt": 8_640_000_000_000_001})),
+        "sessions[0].meta.updatedAt",
+    )
+    await expect_error(
+        InvalidValueError,
+        system.import_sessions(one({"role": "user", "createdAt": -8_640_000_000_000_001})),
+        "sessions[0].messages[0].createdAt",
+    )
+    twice = one(
+        {"role": "user", "content": "a", "id": "m1"},
+        {"role": "user", "content": "b", "id": "m2"},
+        {"role": "user", "content": "c", "id": "m1"},
+    )
+    await expect_error(
+        InvalidValueError,
+        system.import_sessions(twice),
+        "sessions[0].messages[2].id",
+        "duplicate",
+        "messages[0]",
+    )
+    roomy = await open_system(clock=clock)  # the default limit: 64 MiB
+    parts = [{"type": "text", "text": "p"}] * (MAX_CONTENT_PARTS + 1)
+    await expect_error(
+        InvalidValueError,
+        roomy.import_sessions(one({"role": "user", "content": parts})),
+        "sessions[0].messages[0].content",
+        str(MAX_CONTENT_PARTS),
+    )
+    heavy = [{"id": "call", "result": "r" * MAX_FIELD_BYTES}]
+    await expect_error(
+        InvalidValueError,
+        roomy.import_sessions(one({"role": "tool", "content": "", "tool_results": heavy})),
+        "sessions[0].messages[0].tool_results",
+        "bytes",
+    )
+    extra = {"role": "user", "content": "x", "notes": "n" * MAX_FIELD_BYTES}
+    await expect_error(
+        InvalidValueError,
+        roomy.import_sessions(one(extra)),
+        "sessions[0].messages[0].notes",
+        "bytes",
+    )
+    await expect_error(
+        InvalidValueError,
+        roomy.import_sessions(one(meta={"sessionId": "s1", "appData": _nested(40)})),
+        "sessions[0].meta.appData",
+        "levels",
+    )
+    assert [m["sessionId"] for m in await roomy.sessions.get_all_sessions()] == [sid]
+    assert sorted(await roomy.storage.get_keys("local")) == keys_before
+    # Within the limits: a day ahead at most, the same ids in two sessions, a JSON string.
+    fine = _file(
+        {"meta": {"sessionId": "f1"}, "messages": [
+            {"role": "user", "content": "soon", "id": "m1", "createdAt": latest + DAY // 2},
+        ]},
+        {"meta": {"sessionId": "f2"}, "messages": [{"role": "user", "content": "x", "id": "m1"}]},
+    )  # fmt: skip
+    report = await system.import_sessions(json.dumps(fine), {"keepIds": True})
+    assert (report["sessions"], report["messages"]) == (2, 2)
+    assert [m["content"] for m in await system.sessions.load_session_messages("f1")] == ["soon"]
+    await expect_error(InvalidValueError, system.import_sessions("{not json"), "JSON")
+    await expect_error(
+        InvalidValueError, open_system(**{"import": {"maxBytes": 0}}), "import.maxBytes"
+    )
+
+
+async def case_add_message_refuses_the_same_abuses(open_system):
+    from airi_memory.models import MAX_CONTENT_PARTS, MAX_FIELD_BYTES, now_ms
+
+    system = await open_system()
+    s = system.sessions
+    sid = (await s.create_session())["sessionId"]
+    refused = [
+        ({"role": "user", "createdAt": now_ms() + 2 * DAY}, "message.createdAt"),
+        ({"role": "user", "createdAt": 8_640_000_000_000_001}, "message.createdAt"),
+        ({"role": "user", "content": [{"type": "text", "text": "p"}] * (MAX_CONTENT_PARTS + 1)},
+         "message.content"),
+        ({"role": "user", "content": [{"type": "image_url", "url": "u" * MAX_FIELD_BYTES}]},
+         "message.content"),
+        ({"role": "user", "slices": [{"text": "s" * MAX_FIELD_BYTES}]}, "message.slices"),
+        ({"role": "user", "deep": _nested(40)}, "message.deep"),
+        ({"role": "user", **{f"f{i}": "v" * (MAX_FIELD_BYTES // 4) for i in range(5)}},
+         "message.f"),
+    ]  # fmt: skip
+    for message, field in refused:
+        await expect_error(InvalidValueError, s.add_message(sid, message), field)
+    assert await s.load_session_messages(sid) == []
+    assert await system.storage.get_keys("local:memory:messages") == []
+    kept = await s.add_message(sid, {"role": "user", "content": "x", "deep": _nested(20)})
+    assert kept["deep"] == _nested(20)
+    await expect_error(
+        InvalidValueError,
+        s.update_message(sid, kept["id"], {"createdAt": now_ms() + 2 * DAY}),
+        "patch.createdAt",
+    )
+    assert await s.load_session_messages(sid) == [kept]
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -1,9 +1,24 @@
 """The data contract: camelCase on the wire, unknown fields kept, one clear error."""
 
+import json
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from airi_memory.errors import InvalidValueError
-from airi_memory.models import ChatHistoryItem, ChatSessionMeta, json_schemas, validate_or_raise
+from airi_memory.models import (
+    DAY_MS,
+    JS_MAX_TIME,
+    WRITTEN_HERE,
+    ChatHistoryItem,
+    ChatSessionMeta,
+    JsonLimitError,
+    json_schemas,
+    json_size,
+    now_ms,
+    validate_or_raise,
+)
 
 
 def test_json_schemas_use_the_js_names():
@@ -55,3 +70,48 @@ def test_validation_names_the_first_bad_field(data, field):
 def test_session_ids_must_be_key_safe():
     with pytest.raises(InvalidValueError, match="sessionId"):
         validate_or_raise(ChatSessionMeta, {"sessionId": "a:b"})
+
+
+plain_text = st.text(
+    st.characters(exclude_categories=("Cs", "Cc"), exclude_characters='"\\'), max_size=20
+)
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.floats(allow_nan=False,
+    allow_infinity=False) | plain_text,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(plain_text, children,
+    max_size=4),
+)  # fmt: skip
+
+
+@given(json_values)
+def test_json_size_is_the_length_of_compact_utf8_json(value):
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    assert json_size(value, 10**9, 100) == len(text.encode())
+
+
+def test_json_size_stops_at_its_bounds_and_names_the_place():
+    with pytest.raises(JsonLimitError) as too_big:
+        json_size(["x" * 10, "y" * 10], 20, 5)
+    assert (too_big.value.path, too_big.value.reason) == ("", "more than 20 bytes of JSON")
+    deep = {"a": [{"b": [1]}]}
+    assert json_size(deep, 100, 4) == len(json.dumps(deep, separators=(",", ":")))
+    with pytest.raises(JsonLimitError) as too_deep:
+        json_size(deep, 100, 3)
+    assert too_deep.value.path == "a[0].b"
+    with pytest.raises(JsonLimitError, match="bytes is not JSON data"):
+        json_size({"raw": b"\x00"}, 100, 4)
+
+
+def test_input_is_bounded_but_stored_records_are_read_back_as_they_are():
+    """A bound tightened later must never make a stored record (or a copy the library
+    makes of one) unreadable."""
+    ahead = {"role": "user", "createdAt": now_ms() + 2 * DAY_MS}
+    assert ChatHistoryItem.model_validate(ahead).created_at == ahead["createdAt"]
+    with pytest.raises(InvalidValueError, match=r"message\.createdAt.*future"):
+        validate_or_raise(ChatHistoryItem, ahead, "message")
+    assert validate_or_raise(ChatHistoryItem, ahead, "message", now=ahead["createdAt"])
+    assert validate_or_raise(ChatHistoryItem, ahead, "message", context=WRITTEN_HERE)
+    meta = {"sessionId": "s", "createdAt": JS_MAX_TIME + 1}
+    assert ChatSessionMeta.model_validate(meta).created_at == JS_MAX_TIME + 1
+    with pytest.raises(InvalidValueError, match=r"meta\.createdAt.*Date range"):
+        validate_or_raise(ChatSessionMeta, meta, "meta", now=JS_MAX_TIME + 1)

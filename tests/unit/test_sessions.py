@@ -6,6 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contract.common import START
 from contract.sessions_contract import CASES
 from native_systems import system_factory
 
@@ -23,7 +24,7 @@ message = st.fixed_dictionaries(
     {
         "role": st.sampled_from(["system", "user", "assistant", "tool", "error"]),
         "content": text | st.lists(content_part, max_size=3),
-        "createdAt": st.integers(0, 2**45),
+        "createdAt": st.integers(0, START),  # an import refuses times days ahead
     },
     optional={
         "id": st.text("abcdefghijklmnop0123456789_-", min_size=1, max_size=21),
@@ -37,7 +38,8 @@ session = st.fixed_dictionaries(
             {"title": text, "tags": st.lists(text.filter(lambda t: "\x1f" not in t), max_size=3)},
             optional={"pinned": st.booleans(), "characterId": st.sampled_from(["default", "airi"])},
         ),
-        "messages": st.lists(message, max_size=6),
+        # Ids unique within a session (an import refuses duplicates); missing ones assigned.
+        "messages": st.lists(message, max_size=6, unique_by=lambda m: m.get("id", id(m))),
     }
 )
 
