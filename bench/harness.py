@@ -15,7 +15,7 @@ serve = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(serve)
 BOOT = """async () => {
     const { createMemorySystem } = await import('/airi-memory.mjs');
-    window.memory = await createMemorySystem({ userId: 'bench' });
+    window.memory = await createMemorySystem({ userId: 'bench', diagnostics: true });
     return { ready: memory.ready, phases: memory.bootPhases };
 }"""
 

@@ -54,7 +54,7 @@ def corpus(sessions: int, per_session: int, seed: int = 11) -> list[list[str]]:
 
 BOOT = """async (options) => {
     const { createMemorySystem } = await import('/airi-memory.mjs');
-    window.memory = await createMemorySystem({ userId: 'bench', retention: { enabled: false }, ...options });
+    window.memory = await createMemorySystem({ userId: 'bench', retention: { enabled: false }, diagnostics: true, ...options });
     return memory.ready;
 }"""
 

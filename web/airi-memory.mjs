@@ -149,6 +149,7 @@ export async function createMemorySystem(options = {}) {
     query: (sql, params = []) => call("query", sql, params),
     info: () => call("info"),
     ping: () => call("ping"),
+    /** Benchmark tools, refused unless the system was created with `diagnostics: true`. */
     diagnostics: {
       bulkInsert: (rows) => call("diagnostics.bulkInsert", rows),
       /** Random vectors for every message without one (benchmarks of a big store). */

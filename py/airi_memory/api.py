@@ -372,10 +372,20 @@ class MemorySystem:
     async def _session_stats(self) -> dict[str, Any]:
         return self.sessions.stats()
 
+    def _require_diagnostics(self, method: str) -> None:
+        if not self.options.diagnostics:
+            raise InvalidValueError(
+                f"{method} is a benchmark tool: open the memory system with "
+                "{diagnostics: true} to use it"
+            )
+
     async def _bulk_insert(self, rows: int) -> dict[str, float | int]:
+        self._require_diagnostics("diagnostics.bulkInsert")
         return await diagnostics.bulk_insert(self.sql, rows)
 
     async def _fill_vectors(self) -> dict[str, float | int]:
+        """Random vectors stored as the live model's, for good: benchmarks only."""
+        self._require_diagnostics("diagnostics.fillVectors")
         if self.vectors is None:
             raise InvalidValueError("no embedding model is configured")
         return await diagnostics.fill_vectors(self.vectors)

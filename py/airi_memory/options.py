@@ -52,6 +52,9 @@ class SystemOptions(_Options):
     # How often a tab catches up with other tabs' writes when no hint arrives (ms).
     tab_poll_ms: int = Field(default=5000, alias="tabPollMs", ge=100, le=3_600_000)
     import_: ImportOptions = Field(default_factory=ImportOptions, alias="import")
+    # The benchmarks' probes (diagnostics.fillVectors, diagnostics.bulkInsert): off, since
+    # one stores random vectors under the live model for good and the other is heavy.
+    diagnostics: bool = False
 
 
 def parse_options(raw: object) -> SystemOptions:

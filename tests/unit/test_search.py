@@ -2,7 +2,8 @@
 
 import pytest
 
-from contract.search_contract import CASES
+from contract.common import QUIET
+from contract.search_contract import CASES, session_with, use_toy_embeddings
 from native_systems import system_factory
 
 
@@ -10,3 +11,29 @@ from native_systems import system_factory
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.__name__)
 async def test_search_contract(case, kind, tmp_path):
     await case(system_factory(kind, tmp_path))
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+async def test_diagnostics_need_the_diagnostics_option(enabled, tmp_path):
+    """fillVectors stores random vectors under the live model for good, and bulkInsert
+    fills DuckDB with up to 2M rows: benchmarks' tools, refused unless asked for."""
+    options = {"diagnostics": True} if enabled else {}
+    system = await system_factory("memory", tmp_path)(**QUIET, **options)
+    await use_toy_embeddings(system)
+    await system.configure_embeddings(
+        {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
+    )
+    await session_with(system, ["one", "two", "three"])
+    keys_before = await system.storage.get_keys("local")
+    filled = await system.dispatch("diagnostics.fillVectors", [])
+    inserted = await system.dispatch("diagnostics.bulkInsert", [10])
+    stored = await system.query("SELECT count(*) AS n FROM message_vectors")
+    if enabled:
+        assert filled["value"]["vectors"] == 3 and stored == [{"n": 3}]
+        assert inserted["value"]["rows"] == 10
+        return
+    for reply in (filled, inserted):
+        assert reply["error"]["name"] == "InvalidValueError"
+        assert "diagnostics: true" in reply["error"]["message"]
+    assert stored == [{"n": 0}]
+    assert await system.storage.get_keys("local") == keys_before
