@@ -144,6 +144,17 @@ def test_query_binds_parameters_and_returns_plain_rows(web):
 def test_bulk_insert_of_100k_rows_moves_by_column(web):
     web.open_harness()
     web.boot()
+    refused = web.evaluate(
+        "() => memory.diagnostics.bulkInsert(10).then(() => 'ran', (e) => e.message)"
+    )
+    assert "diagnostics: true" in refused
+    web.evaluate(
+        """async () => {
+            await memory.close();
+            const { createMemorySystem } = await import('/airi-memory.mjs');
+            window.memory = await createMemorySystem({ userId: 'e2e', diagnostics: true });
+        }"""
+    )
     result = web.evaluate("() => memory.diagnostics.bulkInsert(100000)")
     assert result["rows"] == 100000
     assert result["insertMs"] > 0
