@@ -2,7 +2,7 @@
 protocols, for tests.
 
 Each request is recorded. ``mode`` chooses the reply: ``ok`` (a completion whose text
-is ``reply``), ``500``, ``malformed`` (not JSON), ``no-choices`` (JSON without choices)
+is ``reply``), ``500`` (with ``error_body``), ``malformed`` (not JSON), ``no-choices`` (JSON without choices)
 or ``slow`` (answers after ``delay`` seconds). It sends CORS headers, so pages on
 another local port can call it, as they would call a real provider.
 """
@@ -20,6 +20,7 @@ class LlmServer:
         self.mode = "ok"
         self.reply = "a short summary"
         self.delay = 2.0
+        self.error_body = '{"error": {"message": "upstream exploded"}}'
         self.dimensions = 48
         self.requests: list[dict[str, Any]] = []
         server = self
@@ -51,7 +52,7 @@ class LlmServer:
                     time.sleep(server.delay)
                 if server.mode == "500":
                     self._headers(500)
-                    self.wfile.write(b'{"error": {"message": "upstream exploded"}}')
+                    self.wfile.write(server.error_body.encode())
                 elif server.mode == "malformed":
                     self._headers(200, "text/plain")
                     self.wfile.write(b"<html>definitely not json")

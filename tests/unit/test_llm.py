@@ -5,8 +5,10 @@ import json
 
 import pytest
 
-from airi_memory.errors import ProviderError
+from airi_memory.errors import InvalidValueError, ProviderError
 from airi_memory.hosts.native import open_memory_system
+from airi_memory.llm import LlmConfig
+from airi_memory.llm.providers import CallbackLlm
 from llm_server import LlmServer
 
 SECRET = "sk-test-do-not-leak"
@@ -138,4 +140,99 @@ async def test_a_failing_embeddings_server(llm, mode, words):
     wrong = await system.dispatch("configureEmbeddings", [{"provider": "openai", "dimensions": 3}])
     assert (
         wrong["error"]["name"] == "InvalidValueError" and "dimensions" in wrong["error"]["message"]
+    )
+
+
+def leaky_body() -> str:
+    """A provider error that echoes the key, its header and a URL with a key in its
+    query, then goes on for pages."""
+    return json.dumps(
+        {
+            "error": f"invalid key {SECRET}",
+            "seen": f"Authorization: Bearer {SECRET}-2",
+            "docs": "https://provider.example/help?key=sk-in-query#frag",
+            "trace": "z" * 5000,
+        }
+    )
+
+
+def assert_redacted(text: str) -> None:
+    assert SECRET not in text and "sk-in-query" not in text and "z" * 300 not in text
+    assert "https://provider.example/help" in text and "HTTP 500" in text
+
+
+async def test_provider_errors_are_stored_and_shown_redacted(llm):
+    llm.mode, llm.error_body = "500", leaky_body()
+    system, sid = await summarising_system(llm)
+    reply = await system.dispatch("summarizeOldContext", [sid, 3])
+    assert reply["error"]["name"] == "ProviderError"
+    assert_redacted(reply["error"]["message"])
+    assert len(reply["error"]["message"]) < 400
+    status = await system.dispatch("summarizer.status", [])
+    assert_redacted(status["value"]["failures"][sid]["error"])
+    assert SECRET not in json.dumps(status)
+    stored = await system.storage.get_item(system.summarizer.failures_key)
+    assert_redacted(stored[sid]["error"])
+
+
+async def test_embedding_provider_errors_are_shown_redacted(llm):
+    llm.mode, llm.error_body = "500", leaky_body()
+    config = {"provider": "openai", "baseUrl": llm.base_url, "dimensions": 48, "apiKey": SECRET}
+    system = await open_memory_system(embeddings=config, retention={"enabled": False})
+    sid = (await system.sessions.create_session({}))["sessionId"]
+    await system.sessions.add_message(sid, {"role": "user", "content": "hello"})
+    assert_redacted((await settled(system, "error"))["lastError"])
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "http://api.example.com/v1",
+        "http://10.0.0.2:8080/v1",
+        "https://api.example.com/v1?key=sk-in-query",
+        "https://user:sk-in-query@api.example.com/v1",
+        "ftp://api.example.com/v1",
+        "api.example.com/v1",
+    ],
+)
+async def test_base_urls_that_would_expose_the_key_are_refused(base_url):
+    system = await open_memory_system(retention={"enabled": False})
+    for method, provider in (("configureSummarizer", "openai"), ("configureEmbeddings", "openai")):
+        reply = await system.dispatch(method, [{"provider": provider, "baseUrl": base_url}])
+        assert reply["error"]["name"] == "InvalidValueError"
+        assert "baseUrl" in reply["error"]["message"]
+        assert "sk-in-query" not in reply["error"]["message"]
+    with pytest.raises(InvalidValueError, match=r"summarizer\.baseUrl"):
+        await open_memory_system(summarizer={"provider": "openai", "baseUrl": base_url})
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://127.0.0.1:11434/v1", "http://localhost:1234/v1", "http://[::1]:8080/v1",
+     "https://api.example.com/v1"],
+)  # fmt: skip
+async def test_https_and_loopback_base_urls_are_accepted(base_url):
+    system = await open_memory_system(retention={"enabled": False})
+    reply = await system.dispatch(
+        "configureSummarizer", [{"provider": "openai", "baseUrl": base_url, "apiKey": SECRET}]
+    )
+    assert reply["value"]["config"]["baseUrl"] == base_url
+    assert reply["value"]["config"]["apiKey"] == "set"
+
+
+async def test_an_app_callbacks_error_is_stored_redacted_too():
+    async def failing(request):
+        raise RuntimeError(f"proxy https://llm.example/v1?token={SECRET} said Bearer {SECRET}")
+
+    system = await open_memory_system(retention={"enabled": False}, context={"datetime": False})
+    config = LlmConfig(provider="callback", apiKey="sk-unrelated-key")
+    system.summarizer.provider = CallbackLlm(config, failing)
+    sid = (await system.sessions.create_session({}))["sessionId"]
+    for i in range(6):
+        await system.sessions.add_message(sid, {"role": "user", "content": f"turn {i}"})
+    with pytest.raises(ProviderError):
+        await system.summarizer.summarize_old_context(sid, 2)
+    stored = (await system.storage.get_item(system.summarizer.failures_key))[sid]["error"]
+    assert stored == (
+        "the app's LLM callback failed: proxy https://llm.example/v1 said Bearer [redacted]"
     )

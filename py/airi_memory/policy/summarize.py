@@ -16,10 +16,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import SecretStr
+
 from ..context.compose import history_of, split_session
 from ..context.tokens import estimate_tokens, message_token_text
 from ..errors import InvalidValueError, ProviderError
 from ..llm import LlmProvider
+from ..llm.openai_protocol import ERROR_CHARS, redacted
 from ..models import WRITTEN_HERE, ChatHistoryItem, validate_or_raise
 from ..sessions import SessionStore
 from ..storage.keys import key_segment
@@ -85,11 +88,16 @@ class Summarizer:
         delay = min(RETRY_FIRST_MS * 2 ** (attempts - 1), RETRY_MAX_MS)
         self.failures[session_id] = {
             "attempts": attempts,
-            "error": str(error)[:300],
+            # Stored: no key, token, URL query or long provider text (the app's callback
+            # errors included, which nothing upstream redacted).
+            "error": redacted(str(error), self._api_key(), ERROR_CHARS),
             "retryAt": self.clock() + delay,
             "threshold": threshold,
         }
         await self._save()
+
+    def _api_key(self) -> SecretStr | None:
+        return self.provider.config.api_key if self.provider else None
 
     async def _summarize(self, session_id: str, threshold: int) -> dict[str, Any]:
         messages = await self.sessions.load_session_messages(session_id)
