@@ -91,6 +91,146 @@ async def case_read_only_queries(sql):
     assert still.scalar() == 2
 
 
+async def _refused(sql, statement, *words):
+    """``statement`` fails with a ReadOnlyQueryError whose message has ``words``."""
+    try:
+        await sql.read_only_query(statement)
+    except ReadOnlyQueryError as error:
+        message = str(error)
+        assert "query()" in message, message
+        for word in words:
+            assert word in message, (statement, message)
+    else:
+        raise AssertionError(f"{statement!r} was let through")
+
+
+async def _state(sql):
+    """What a refused diagnostic query must leave as it was."""
+    rows = await sql.query("SELECT v FROM contract_guard ORDER BY v")
+    tables = await sql.query("SELECT table_name FROM duckdb_tables() ORDER BY 1")
+    databases = await sql.query("SELECT database_name FROM duckdb_databases() ORDER BY 1")
+    settings = await sql.query(
+        "SELECT current_setting('threads') AS threads, current_setting('enable_logging') AS logging"
+    )
+    return rows.column("v"), tables.column("table_name"), databases.rows(), settings.rows()
+
+
+async def case_read_only_queries_cannot_change_anything(sql):
+    await sql.execute("CREATE TABLE contract_guard (v INTEGER)")
+    await sql.execute("INSERT INTO contract_guard VALUES (1), (2), (3)")
+    await sql.execute("CREATE SEQUENCE contract_guard_seq")
+    before = await _state(sql)
+    assert before[0] == [1, 2, 3]
+    one_statement = "one SELECT"
+    for statement, words in [
+        ("SELECT $$--$$; DELETE FROM contract_guard", [one_statement]),
+        ("SELECT 1; DELETE FROM contract_guard", [one_statement]),
+        ("SELECT 1 /* ; */; DELETE FROM contract_guard -- ;", [one_statement]),
+        ("SELECT 1 --\n; DELETE FROM contract_guard", [one_statement]),
+        ("SELECT 1); DELETE FROM contract_guard; SELECT * FROM (SELECT 1", [one_statement]),
+        ("DELETE FROM contract_guard", [one_statement, "DELETE"]),
+        ("UPDATE contract_guard SET v = 0", [one_statement, "UPDATE"]),
+        ("SET threads = 1", [one_statement]),
+        ("COPY contract_guard TO 'contract_guard.csv'", [one_statement]),
+        ("ATTACH ':memory:' AS contract_other", [one_statement]),
+        ("CREATE TEMP TABLE contract_temp AS SELECT 1", [one_statement]),
+        ("PRAGMA version", [one_statement]),
+        ("PRAGMA threads = 1", [one_statement]),
+        ("EXPORT DATABASE 'contract_export'", [one_statement]),
+        ("CHECKPOINT", [one_statement]),
+        ("EXPLAIN SELECT 1", [one_statement]),
+        ("SELECT 1 INTO TEMP contract_into", [one_statement]),
+        ("SELECT nextval('contract_guard_seq')", ["read-only"]),
+        ("SELECT * FROM read_csv('/etc/hostname')", ["files or URLs"]),
+        ("SELECT * FROM read_text('https://example.com/x.txt')", ["files or URLs"]),
+        ("FROM glob('/etc/*')", ["files or URLs"]),
+        ("SELECT * FROM query('DELETE FROM contract_guard')", ["query()"]),
+        ("FROM query(CASE WHEN random() < 2 THEN 'SELECT 1' END)", ["query()"]),
+        ("FROM system.main.\"QUERY_TABLE\"('contract_guard')", ["query_table()"]),
+        ("SELECT * FROM enable_logging()", ["enable_logging()"]),
+        ("FROM (SELECT 1), truncate_duckdb_logs()", ["truncate_duckdb_logs()"]),
+        ("SELECT (SELECT count(*) FROM checkpoint())", ["checkpoint()"]),
+        ('FROM "FORCE_CHECKPOINT"()', ["force_checkpoint()"]),
+    ]:
+        await _refused(sql, statement, *words)
+        assert await _state(sql) == before, statement
+    # DuckDB does not even look for a file here: no table has that name.
+    for path in ["/etc/hostname", "https://example.com/x.csv"]:
+        try:
+            await sql.read_only_query(f"FROM '{path}'")
+        except (ReadOnlyQueryError, SqlError) as error:
+            assert path in str(error)
+        else:
+            raise AssertionError(f"FROM {path!r} was let through")
+    assert await _state(sql) == before
+
+
+async def case_read_only_queries_still_answer(sql):
+    await sql.execute("CREATE TABLE contract_answers (k VARCHAR, v INTEGER)")
+    await sql.execute("INSERT INTO contract_answers VALUES ('a', 1), ('a', 2), ('b', 5)")
+    grouped = await sql.read_only_query(
+        "SELECT k, sum(v)::INTEGER AS total FROM contract_answers WHERE v >= $1 "
+        "GROUP BY k ORDER BY k;",
+        [2],
+    )
+    assert grouped.rows() == [{"k": "a", "total": 2}, {"k": "b", "total": 5}]
+    with_cte = await sql.read_only_query(
+        "WITH big AS (SELECT * FROM contract_answers WHERE v > ?) "
+        "SELECT count(*)::INTEGER AS n, max(k) AS top FROM big -- trailing comment",
+        [1],
+    )
+    assert with_cte.rows() == [{"n": 2, "top": "b"}]
+    from_first = await sql.read_only_query(
+        "FROM contract_answers SELECT v WHERE k = $1 ORDER BY v", ["a"]
+    )
+    assert from_first.column("v") == [1, 2]
+    values = await sql.read_only_query("VALUES (1, 'x'), (2, 'y')")
+    assert values.tuples() == [(1, "x"), (2, "y")]
+    described = await sql.read_only_query("DESCRIBE contract_answers")
+    assert described.column("column_name") == ["k", "v"]
+    shown = await sql.read_only_query("SHOW TABLES")
+    assert "contract_answers" in shown.column("name")
+    summary = await sql.read_only_query("SUMMARIZE contract_answers")
+    assert summary.column("column_name") == ["k", "v"]
+    catalog = await sql.read_only_query(
+        "SELECT count(*)::INTEGER AS n FROM duckdb_tables() WHERE table_name = $1",
+        ["contract_answers"],
+    )
+    assert catalog.scalar() == 1
+    memory = await sql.read_only_query(
+        "SELECT count(*) > 0 AS any FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"
+    )
+    assert memory.scalar() is True
+    series = await sql.read_only_query("SELECT sum(range)::INTEGER AS s FROM range($1)", [5])
+    assert series.scalar() == 10
+    dollar = await sql.read_only_query("SELECT $$it's; -- not a comment$$ AS s")
+    assert dollar.scalar() == "it's; -- not a comment"
+    text = await sql.read_only_query("SELECT $1 AS s", ["a query; DELETE FROM x"])
+    assert text.scalar() == "a query; DELETE FROM x"
+    try:
+        await sql.read_only_query("SELECT * FROM contract_missing")
+    except SqlError as error:
+        assert not isinstance(error, ReadOnlyQueryError)
+        assert "contract_missing" in str(error)
+    else:
+        raise AssertionError("a query on a missing table succeeded")
+    after = await sql.query("SELECT count(*)::INTEGER AS n FROM contract_answers")
+    assert after.scalar() == 3
+
+
+async def case_dollar_quoted_text_hides_no_second_statement(sql):
+    await sql.execute("CREATE TABLE contract_dollar (v INTEGER)")
+    await sql.execute("INSERT INTO contract_dollar VALUES (1), (2)")
+    try:
+        await sql.read_only_query("SELECT $$--$$; DELETE FROM contract_dollar")
+    except ReadOnlyQueryError as error:
+        assert "query()" in str(error)
+    else:
+        raise AssertionError("a DELETE after a dollar-quoted string was let through")
+    still = await sql.query("SELECT count(*)::INTEGER AS n FROM contract_dollar")
+    assert still.scalar() == 2
+
+
 async def case_sql_errors_name_the_problem(sql):
     try:
         await sql.query("SELECT * FROM no_such_table_anywhere")

@@ -31,12 +31,19 @@ export async function openDuckDb(runtimeUrl) {
   // Extensions would be fetched from the network; the core has what we use.
   await connection.query("SET autoinstall_known_extensions=false");
   await connection.query("SET autoload_known_extensions=false");
+  // No files or URLs from SQL (read_csv('https://...'), FROM 'x.csv', COPY ...): the core
+  // never needs them, diagnostics must not reach them, and the page makes no requests
+  // beyond its origin. DuckDB keeps this off until the database closes.
+  await connection.query("SET enable_external_access=false");
   const version = await db.getVersion();
   let temporaryCount = 0;
   // Prepared statements are kept by SQL text: the core runs the same few statements over
   // and over, and preparing costs a round trip to DuckDB's own worker.
   const prepared = new Map();
   const PREPARED_LIMIT = 64;
+  // memory.query() runs on a connection of its own, so its read-only transactions never
+  // wrap the core's statements on the main connection.
+  let diagnostics = null;
 
   async function statementFor(sql) {
     let statement = prepared.get(sql);
@@ -67,6 +74,23 @@ export async function openDuckDb(runtimeUrl) {
     },
     async query(sql, params) {
       return toColumns(await run(sql, params));
+    },
+    async beginReadOnly() {
+      diagnostics ??= await db.connect();
+      await diagnostics.query("BEGIN TRANSACTION READ ONLY");
+    },
+    /** Always prepared, even without parameters: DuckDB refuses to prepare several
+     *  statements at once, where query() would run them all. */
+    async queryReadOnly(sql, params) {
+      const statement = await diagnostics.prepare(sql);
+      try {
+        return toColumns(await statement.query(...Array.from(params, bindable)));
+      } finally {
+        await statement.close();
+      }
+    },
+    async endReadOnly() {
+      await diagnostics.query("ROLLBACK");
     },
     async insertColumns(table, names, columns) {
       const vectors = {};
@@ -129,6 +153,7 @@ export async function openDuckDb(runtimeUrl) {
     async close() {
       for (const statement of prepared.values()) await statement.close();
       prepared.clear();
+      if (diagnostics) await diagnostics.close();
       await connection.close();
       await db.terminate();
     },

@@ -13,14 +13,27 @@ from .engine import Columns, QueryResult, SqlEngine, check_columns, check_identi
 
 class NativeDuckDb(SqlEngine):
     def __init__(self, path: str = ":memory:") -> None:
+        super().__init__()
         self._connection = duckdb.connect(
             path,
-            config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+            config={
+                "autoinstall_known_extensions": False,
+                "autoload_known_extensions": False,
+                # No files or URLs from SQL (read_csv, FROM 'x.csv', COPY ...): the core
+                # never needs them, and diagnostics must not reach them.
+                "enable_external_access": False,
+            },
         )
+        self._diagnostics = self._connection.cursor()  # its own connection to the database
 
-    def _run(self, sql: str, params: Sequence[Any]) -> duckdb.DuckDBPyConnection:
+    def _run(
+        self,
+        sql: str | duckdb.Statement,
+        params: Sequence[Any],
+        on: duckdb.DuckDBPyConnection | None = None,
+    ) -> duckdb.DuckDBPyConnection:
         try:
-            return self._connection.execute(sql, list(params))
+            return (on or self._connection).execute(sql, list(params))
         except duckdb.Error as error:
             raise SqlError(str(error)) from None
 
@@ -28,11 +41,24 @@ class NativeDuckDb(SqlEngine):
         self._run(sql, params)
 
     async def query(self, sql: str, params: Sequence[Any] = ()) -> QueryResult:
-        cursor = self._run(sql, params)
-        columns = [d[0] for d in cursor.description]
-        rows = cursor.fetchall()
-        data = {name: [row[i] for row in rows] for i, name in enumerate(columns)}
-        return QueryResult(columns, data)
+        return _result(self._run(sql, params))
+
+    async def begin_read_only(self) -> None:
+        self._run("BEGIN TRANSACTION READ ONLY", (), on=self._diagnostics)
+
+    async def query_read_only(self, sql: str, params: Sequence[Any]) -> QueryResult:
+        # The duckdb package runs every statement of a text given no parameters, so the
+        # statements are counted here, by DuckDB's parser, as DuckDB-WASM's prepare does.
+        try:
+            statements = self._diagnostics.extract_statements(sql)
+        except duckdb.Error as error:
+            raise SqlError(str(error)) from None
+        if len(statements) != 1:
+            raise SqlError("Invalid Input Error: Cannot prepare multiple statements at once!")
+        return _result(self._run(statements[0], params, on=self._diagnostics))
+
+    async def end_read_only(self) -> None:
+        self._run("ROLLBACK", (), on=self._diagnostics)
 
     async def insert_columns(self, table: str, columns: Columns) -> int:
         count = check_columns(table, columns)
@@ -72,4 +98,12 @@ class NativeDuckDb(SqlEngine):
         return duckdb.__version__
 
     async def close(self) -> None:
+        self._diagnostics.close()
         self._connection.close()
+
+
+def _result(cursor: duckdb.DuckDBPyConnection) -> QueryResult:
+    columns = [d[0] for d in cursor.description]
+    rows = cursor.fetchall()
+    data = {name: [row[i] for row in rows] for i, name in enumerate(columns)}
+    return QueryResult(columns, data)

@@ -55,8 +55,17 @@ def _column_to_python(column: Any) -> list[Any]:
     return list(column)
 
 
+def _result_to_python(result: Any) -> QueryResult:
+    names = [str(name) for name in result.columns]
+    data = {
+        name: _column_to_python(column) for name, column in zip(names, result.data, strict=True)
+    }
+    return QueryResult(names, data)
+
+
 class WasmDuckDb(SqlEngine):
     def __init__(self, sql_host: Any) -> None:
+        super().__init__()
         self._host = sql_host
 
     async def _call(self, method: str, *args: Any) -> Any:
@@ -71,12 +80,16 @@ class WasmDuckDb(SqlEngine):
         await self._call("execute", sql, to_js(list(params)))
 
     async def query(self, sql: str, params: Sequence[Any] = ()) -> QueryResult:
-        result = await self._call("query", sql, to_js(list(params)))
-        names = [str(name) for name in result.columns]
-        data = {
-            name: _column_to_python(column) for name, column in zip(names, result.data, strict=True)
-        }
-        return QueryResult(names, data)
+        return _result_to_python(await self._call("query", sql, to_js(list(params))))
+
+    async def begin_read_only(self) -> None:
+        await self._call("beginReadOnly")
+
+    async def query_read_only(self, sql: str, params: Sequence[Any]) -> QueryResult:
+        return _result_to_python(await self._call("queryReadOnly", sql, to_js(list(params))))
+
+    async def end_read_only(self) -> None:
+        await self._call("endReadOnly")
 
     async def insert_columns(self, table: str, columns: Columns) -> int:
         count = check_columns(table, columns)
