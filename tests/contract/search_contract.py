@@ -462,8 +462,11 @@ async def case_an_edited_message_never_gets_its_old_vector_back(open_system):
     stored vector of the old text is not attached to the new one, whether or not the new
     text was embedded before the reload."""
 
-    async def toy_system():
-        """A restart that embeds only when told to (so a reload can come first)."""
+    async def toy_system(before=None):
+        """A restart that embeds only when told to (so a reload can come first); the
+        page ``before`` it is gone (its indexer stopped, as a reload stops it)."""
+        if before is not None:
+            await before.vectors.stop()
         system = await open_system(**QUIET)
         calls = []
 
@@ -497,7 +500,7 @@ async def case_an_edited_message_never_gets_its_old_vector_back(open_system):
     assert await semantic_score(system, old, edited) > 0.99
     # Edited, and the system reloaded before the new text was embedded.
     await system.sessions.update_message(sid, edited, {"content": new})
-    restarted, calls = await toy_system()
+    restarted, calls = await toy_system(before=system)
     assert calls == [1]  # the edited message, embedded again; "blue whale" was loaded
     expected = cosine(*toy_vectors([old, new]))
     assert abs(await semantic_score(restarted, old, edited) - expected) < 0.01
@@ -505,7 +508,7 @@ async def case_an_edited_message_never_gets_its_old_vector_back(open_system):
     # Edited again and embedded before the reload: the newest vector is the one loaded.
     await restarted.sessions.update_message(sid, edited, {"content": newer})
     await restarted.vectors.index_now()
-    again, calls = await toy_system()
+    again, calls = await toy_system(before=restarted)
     assert calls == []
     for text in (old, new):
         expected = cosine(*toy_vectors([text, newer]))

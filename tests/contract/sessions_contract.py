@@ -607,7 +607,7 @@ async def case_hostile_import_files_are_refused_and_write_nothing(open_system):
         "duplicate",
         "messages[0]",
     )
-    roomy = await open_system(clock=clock)  # the default limit: 64 MiB
+    roomy = await open_system(clock=clock, separate_engine=True)  # the default limit: 64 MiB
     parts = [{"type": "text", "text": "p"}] * (MAX_CONTENT_PARTS + 1)
     await expect_error(
         InvalidValueError,

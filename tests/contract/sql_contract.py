@@ -201,7 +201,9 @@ async def case_read_only_queries_still_answer(sql):
         "SELECT count(*) > 0 AS any FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"
     )
     assert memory.scalar() is True
-    series = await sql.read_only_query("SELECT sum(range)::INTEGER AS s FROM range($1)", [5])
+    series = await sql.read_only_query(
+        "SELECT sum(range)::INTEGER AS s FROM range($1::BIGINT)", [5]
+    )
     assert series.scalar() == 10
     dollar = await sql.read_only_query("SELECT $$it's; -- not a comment$$ AS s")
     assert dollar.scalar() == "it's; -- not a comment"
