@@ -234,7 +234,7 @@ class MemorySystem:
         return self.context.providers()
 
     async def compose_messages(self, session_id: str, options: Any = None) -> dict[str, Any]:
-        self.sessions.require_session(session_id)
+        await self.sessions.ensure_session(session_id)
         parsed = validate_or_raise(ComposeOptions, options or {}, "composeMessages")
         errors = await self.context.refresh()
         snapshot = await self.context.snapshot()
@@ -335,7 +335,7 @@ class MemorySystem:
     async def apply_message_retention(self, session_id: str, policy: Any = None) -> dict[str, Any]:
         default = self.options.retention.message_policy or MessageRetentionPolicy()
         chosen = self._policy(MessageRetentionPolicy, policy, default)
-        self.sessions.require_session(session_id)
+        await self.sessions.ensure_session(session_id)
         return await apply_message_retention(self.sessions, self.summarizer, session_id, chosen)
 
     @staticmethod

@@ -161,6 +161,16 @@ async def case_a_message_for_a_session_another_tab_deleted_is_refused(open_syste
     assert await other.storage.get_keys("local:memory:sessions") == []
 
 
+async def case_a_session_another_tab_just_created_is_found_at_once(open_system):
+    here = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    other = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await here.sessions.create_session({"title": "New"}))["sessionId"]
+    # No broadcast has reached the other tab yet: it looks in the store before refusing.
+    await _say(other, sid, "right away")
+    assert await _contents(other, sid) == ["right away"]
+    await expect_error(NotFoundError, _say(other, "no-such-session", "x"), "no-such-session")
+
+
 async def case_messages_keep_commit_order_across_tabs(open_system):
     one = await open_system(clock=Clock(), separate_engine=True, **QUIET)
     sid = (await one.sessions.create_session())["sessionId"]

@@ -72,7 +72,7 @@ class Summarizer:
     async def summarize_old_context(self, session_id: str, threshold: int = 50) -> dict[str, Any]:
         if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
             raise InvalidValueError("summarizeOldContext threshold must be a positive integer")
-        self.sessions.require_session(session_id)
+        await self.sessions.ensure_session(session_id)
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with lock:  # one summary of a session at a time (scheduler and app alike)
             try:

@@ -11,6 +11,7 @@ is on disk.
 
 import asyncio
 import json
+import random
 import secrets
 import time
 from collections.abc import Awaitable, Callable
@@ -36,7 +37,8 @@ from .mirror import SNAPSHOT_TABLES, MessageRow, SessionMirror, session_row, sto
 from .queue import PersistQueue
 
 SNAPSHOT_AFTER = 2000  # records changed since the last snapshot before a new one is taken
-MAX_CONFLICTS = 8  # guarded write attempts before giving up (each one follows a catch-up)
+MAX_CONFLICTS = 40  # guarded write attempts before giving up (each one follows a catch-up)
+CONFLICT_BACKOFF_MS = 2.0  # first wait after a conflict; doubled, randomised, capped at 128
 SNAPSHOT_BACKOFF_MS = (1_000, 600_000)  # after a failed snapshot: first and longest wait
 
 _SESSION_OPTIONS = {"title", "characterId", "userId", "tags", "pinned", "systemPrompt"}
@@ -109,7 +111,9 @@ class SessionStore:
         # where they are, never deleted, left out of the mirror and reported.
         self.quarantined: dict[str, str] = {}
         self.problems: dict[str, Any] = {"snapshot": None, "sync": None, "mirror": None}
-        self.counts = {"snapshots": 0, "snapshotFailures": 0, "catchUps": 0, "rebuilds": 0}
+        self.counts = {
+            "snapshots": 0, "snapshotFailures": 0, "catchUps": 0, "rebuilds": 0, "conflicts": 0,
+        }  # fmt: skip
         self.load_timings: dict[str, Any] = {}  # start-up breakdown, in ms
 
     @classmethod
@@ -478,15 +482,32 @@ class SessionStore:
 
     async def _guarded(self, attempt: Callable[[], Awaitable[T]]) -> T:
         """Run a write that guards what it decided on; when another tab changed that
-        first, catch up from the store and decide again."""
-        for _ in range(MAX_CONFLICTS - 1):
+        first, catch up from the store and decide again. Tabs that keep colliding back
+        off for a random, growing while (as Ethernet does), so each gets its turn."""
+        for tries in range(MAX_CONFLICTS - 1):
             try:
                 return await attempt()
             except WriteConflictError:
+                self.counts["conflicts"] += 1
+                wait = random.uniform(0, min(CONFLICT_BACKOFF_MS * 2**tries, 128.0))
+                await asyncio.sleep(wait / 1000)
                 await self._catch_up()
         return await attempt()
 
     # --- sessions -----------------------------------------------------------------
+    async def ensure_session(self, session_id: str) -> ChatSessionMeta:
+        """The session; looked for in the store first when this tab has not seen it (the
+        tab that created it may have written a moment ago), NotFoundError if not there."""
+        if isinstance(session_id, str) and session_id not in self._metas:
+            await self.queue.run("catchUp", self._catch_up)
+        return self.require_session(session_id)
+
+    async def _session_in_queue(self, session_id: str) -> ChatSessionMeta:
+        """``ensure_session`` for a task already inside the write queue."""
+        if isinstance(session_id, str) and session_id not in self._metas:
+            await self._catch_up()
+        return self.require_session(session_id)
+
     def require_session(self, session_id: str) -> ChatSessionMeta:
         meta = self._metas.get(session_id) if isinstance(session_id, str) else None
         if meta is None:
@@ -591,10 +612,10 @@ class SessionStore:
 
     async def _patch_session(self, session_id: str, label: str, **changes: Any) -> dict[str, Any]:
         """Change some fields: validated here, merged into the stored record there."""
-        self.require_session(session_id)
+        await self.ensure_session(session_id)
 
         async def attempt() -> dict[str, Any]:
-            current = self.require_session(session_id)
+            current = await self._session_in_queue(session_id)
             fields = {k: v(current) if callable(v) else v for k, v in changes.items()}
             updated = validate_or_raise(ChatSessionMeta, {**current.to_wire(), **fields})
             patch = {k: v for k, v in updated.to_wire().items() if k in fields}
@@ -633,7 +654,7 @@ class SessionStore:
         return await self._patch_session(session_id, "unarchiveSession", archived=False)
 
     async def delete_session(self, session_id: str) -> bool:
-        self.require_session(session_id)
+        await self.ensure_session(session_id)
         await self.queue.run("deleteSession", lambda: self._delete_sessions([session_id]))
         return True
 
@@ -731,7 +752,7 @@ class SessionStore:
     async def set_active_session_id(self, session_id: str | None) -> str | None:
         if session_id is None:
             return None
-        key = records.active_key(self.user_id, self.require_session(session_id).character_id)
+        key = records.active_key(self.user_id, (await self.ensure_session(session_id)).character_id)
         await self.queue.run(
             "setActiveSessionId", lambda: self.storage.write_batch([(key, json.dumps(session_id))])
         )
@@ -740,13 +761,13 @@ class SessionStore:
     # --- messages -----------------------------------------------------------------
     async def add_message(self, session_id: str, message: Any) -> dict[str, Any]:
         item = validate_or_raise(ChatHistoryItem, message, "message")
-        self.require_session(session_id)
+        await self.ensure_session(session_id)
 
         async def attempt() -> dict[str, Any]:
             # Guarded on the session's updatedAt: if another tab added a message (or
             # deleted the session) since we last looked, we catch up and number again,
             # so messages are numbered in the order they commit, in every tab.
-            meta = self.require_session(session_id)
+            meta = await self._session_in_queue(session_id)
             seq = self._next_seq.get(session_id, 0)
             record = records.record_name(seq, self.writer)
             now = self._next_updated_at(meta)
@@ -777,7 +798,7 @@ class SessionStore:
         session's ``updatedAt`` is left alone: summarising is not activity."""
 
         async def attempt() -> dict[str, Any]:
-            self.require_session(session_id)
+            await self._session_in_queue(session_id)
             seq = self._next_seq.get(session_id, 0)
             record = records.record_name(seq, self.writer)
             old = await self.mirror.records_of(session_id, [replaces] if replaces else [])
@@ -863,7 +884,7 @@ class SessionStore:
         cached = self.cache.get(session_id)
         if cached is not None:
             return cached
-        self.require_session(session_id)
+        await self.ensure_session(session_id)
         generation = self.cache.generation(session_id)
         messages = await self.mirror.messages(session_id)
         self.cache.put(session_id, messages, generation)
@@ -898,7 +919,7 @@ class SessionStore:
         at_index = opts.get("atIndex")
         if not isinstance(parent_id, str):
             raise InvalidValueError("forkSession fromSessionId must be a session id")
-        parent = self.require_session(parent_id)
+        parent = await self.ensure_session(parent_id)
         messages = await self.load_session_messages(parent_id)
         if not isinstance(at_index, int) or isinstance(at_index, bool):
             raise InvalidValueError("forkSession atIndex must be an integer")
