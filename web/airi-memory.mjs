@@ -8,13 +8,21 @@
 // resolves with plain JS values. Errors raised in Python reject with an Error whose
 // `name` is the Python exception type and whose `message` is the Python message.
 
+// close() waits this long past timeouts.closeMs (Python's own bound on finishing queued
+// writes) for the worker's answer, then ends the worker regardless.
+const CLOSE_GRACE_MS = 2000;
+const DEFAULT_CLOSE_MS = 10_000;
+
 /**
  * @param {{userId?: string, baseUrl?: string|URL, context?: object, retention?: object,
- *   summarizer?: object, models?: object, cache?: object}} [options]
+ *   summarizer?: object, models?: object, cache?: object, timeouts?: object,
+ *   testHooks?: boolean}} [options]
  *   `summarizer.summarize` may be a function ({messages, model}) => Promise<string>.
+ *   `testHooks: true` adds `_test` (crash an inner worker, block the worker): tests only.
  */
 export async function createMemorySystem(options = {}) {
-  const { baseUrl, ...rest } = options;
+  const { baseUrl, testHooks = false, ...rest } = options;
+  if (typeof testHooks !== "boolean") throw new TypeError("the testHooks option must be true or false");
   const appFunctions = new Map(); // what Python may call on this page, by name
   const pythonOptions = {
     ...rest,
@@ -32,7 +40,7 @@ export async function createMemorySystem(options = {}) {
   const rpc = connect(worker, events, appFunctions);
   let info;
   try {
-    info = await rpc.send({ kind: "boot", options: pythonOptions });
+    info = await rpc.send({ kind: "boot", options: pythonOptions, testHooks });
   } catch (error) {
     worker.terminate();
     throw error;
@@ -40,6 +48,8 @@ export async function createMemorySystem(options = {}) {
   const ready = performance.now() - started;
   const call = (method, ...args) => rpc.send({ kind: "call", method, args });
   const sessions = createSessionsFacade(call, info.activeSessionId);
+  const closeMs = (Number(rest.timeouts?.closeMs) || DEFAULT_CLOSE_MS) + CLOSE_GRACE_MS;
+  let closing = null;
 
   return {
     /** "change" events: another tab wrote sessions/messages; detail.sessionIds names them. */
@@ -155,14 +165,38 @@ export async function createMemorySystem(options = {}) {
       /** Random vectors for every message without one (benchmarks of a big store). */
       fillVectors: () => call("diagnostics.fillVectors"),
     },
-    async close() {
-      try {
-        await rpc.send({ kind: "close" });
-      } finally {
-        rpc.close();
-        worker.terminate();
-      }
+    /**
+     * Lets queued writes finish (up to timeouts.closeMs, 10 s by default), then ends the
+     * worker and its DuckDB and model workers, answering or not: resolves within that
+     * bound plus two seconds. Calls still waiting, and every later call, reject with
+     * MemoryClosedError.
+     */
+    close() {
+      closing ??= (async () => {
+        let timer;
+        const waited = new Promise((resolve) => {
+          timer = setTimeout(resolve, closeMs);
+        });
+        try {
+          await Promise.race([rpc.send({ kind: "close" }), waited]);
+        } finally {
+          clearTimeout(timer);
+          rpc.close();
+          worker.terminate();
+        }
+      })();
+      return closing;
     },
+    ...(testHooks && {
+      /** Tests only (the testHooks option): faults on request. */
+      _test: {
+        /** "duckdb" | "embedder": that worker is terminated, with the error event of a
+         *  crash, once it has a call in flight (waiting for one up to 10 s / 30 s). */
+        crash: (target) => rpc.send({ kind: "test", action: "crash", target }),
+        /** The worker's thread is kept busy for `ms`: it answers nothing meanwhile. */
+        block: (ms) => rpc.send({ kind: "test", action: "block", ms }),
+      },
+    }),
   };
 }
 
@@ -267,7 +301,7 @@ function connect(worker, events, appFunctions) {
       });
     },
     close() {
-      failAll(new Error("airi-memory is closed"));
+      failAll(Object.assign(new Error("airi-memory is closed"), { name: "MemoryClosedError" }));
     },
   };
 }

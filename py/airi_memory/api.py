@@ -6,6 +6,8 @@ Expected errors carry our message; anything else carries its type and message, s
 caller always gets one clear ``Error``.
 """
 
+import asyncio
+import contextlib
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
@@ -199,10 +201,15 @@ class MemorySystem:
         return (await self.sql.read_only_query(sql, params or [])).rows()
 
     async def close(self) -> None:
-        await self.scheduler.stop()
-        if self.vectors is not None:
-            await self.vectors.stop()
-        await self.sessions.queue.drain()
+        """Background work stops and queued writes finish, within ``timeouts.closeMs``: a
+        task waiting on a hung worker must not keep the system open. DuckDB and storage
+        are released either way; writes still queued then fail with the closing system."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.options.timeouts.close_ms / 1000):
+                await self.scheduler.stop()
+                if self.vectors is not None:
+                    await self.vectors.stop()
+                await self.sessions.queue.drain()
         await self.sql.close()
         await self.storage.dispose()
 

@@ -58,3 +58,9 @@ class ContextTooLongError(AiriMemoryError):
 class ProviderError(AiriMemoryError):
     """An LLM or embedding provider failed: unreachable, timed out, an HTTP error, or a
     reply that does not follow its protocol. Nothing stored was changed."""
+
+
+class SqlEngineStoppedError(AiriMemoryError):
+    """DuckDB's worker died or stopped answering (a call outlived ``timeouts.sqlMs``):
+    this and every later query fails until the page opens the memory system again.
+    Writes still reach IndexedDB, and a new memory system loads them."""

@@ -37,6 +37,22 @@ class ImportOptions(_Options):
     max_bytes: int = Field(default=64 * 2**20, alias="maxBytes", ge=1, le=2**30)
 
 
+class TimeoutOptions(_Options):
+    """How long the system waits on the workers it depends on (milliseconds), so that every
+    call settles, with an error naming what stopped, even when a worker hangs or dies."""
+
+    # One DuckDB call: past this, DuckDB's worker counts as hung and is stopped for good
+    # (SqlEngineStoppedError). Generous: the slowest real call (a 100k-row snapshot on a
+    # slow machine) takes seconds, and a call may wait behind others in DuckDB's worker.
+    sql_ms: int = Field(default=120_000, alias="sqlMs", ge=1000, le=3_600_000)
+    # A local-model embedding call that must first start the model's worker and load it
+    # (23 MB model, onnxruntime's WASM compiled); warm calls are bounded by
+    # ``embeddings.timeoutMs``.
+    embedding_load_ms: int = Field(default=120_000, alias="embeddingLoadMs", ge=100, le=3_600_000)
+    # close(): how long queued writes may take to finish before the workers are ended.
+    close_ms: int = Field(default=10_000, alias="closeMs", ge=100, le=600_000)
+
+
 class SystemOptions(_Options):
     user_id: str = Field(default="local", alias="userId", min_length=1, max_length=256)
     cache: CacheConfig = Field(default_factory=CacheConfig)
@@ -55,6 +71,7 @@ class SystemOptions(_Options):
     # The benchmarks' probes (diagnostics.fillVectors, diagnostics.bulkInsert): off, since
     # one stores random vectors under the live model for good and the other is heavy.
     diagnostics: bool = False
+    timeouts: TimeoutOptions = Field(default_factory=TimeoutOptions)
 
 
 def parse_options(raw: object) -> SystemOptions:

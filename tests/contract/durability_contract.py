@@ -9,7 +9,7 @@ Pyodide (IndexedDB, DuckDB-WASM).
 
 import asyncio
 
-from airi_memory.errors import NotFoundError, WriteConflictError
+from airi_memory.errors import AiriMemoryError, NotFoundError, WriteConflictError
 from contract.common import DAY, QUIET, Clock, expect_error
 
 
@@ -207,6 +207,41 @@ async def case_a_failing_snapshot_is_retried_with_backoff(open_system):
     assert s.stats()["problems"]["snapshot"] == "RuntimeError: disk full"
     assert (await s.snapshot())["through"] > 20  # asked for, it runs at once
     assert s.stats()["problems"]["snapshot"] is None
+
+
+async def case_writes_reach_the_store_while_the_sql_engine_is_stopped(open_system):
+    """DuckDB is a mirror: with its engine gone (DuckDB-WASM's worker died), queries fail
+    with an error, but writes still commit to the durable store and a restart has them."""
+    system = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await system.sessions.create_session({"title": "Crash"}))["sessionId"]
+    await _say(system, sid, "before")
+    await system.sql.close()
+    await expect_error(AiriMemoryError, system.query("SELECT 1"))
+    await expect_error(AiriMemoryError, system.sessions.snapshot())
+    saved = await system.sessions.add_message(sid, {"role": "user", "content": "after"})
+    assert saved["content"] == "after"
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert await _contents(restarted, sid) == ["before", "after"]
+
+
+async def case_close_finishes_queued_writes_but_never_waits_forever(open_system):
+    """close() lets writes queued before it finish; a task that never ends (one waiting on
+    a hung worker) holds it up for timeouts.closeMs, not for ever."""
+    system = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await system.sessions.create_session({"title": "Closing"}))["sessionId"]
+    queued = asyncio.ensure_future(_say(system, sid, "queued before close"))
+    await asyncio.sleep(0)
+    await system.close()
+    assert queued.done() and queued.exception() is None  # it committed before close ended
+    stuck = await open_system(
+        clock=Clock(), separate_engine=True, timeouts={"closeMs": 200}, **QUIET
+    )
+    hung = asyncio.ensure_future(stuck.sessions.queue.run("hung", asyncio.Event().wait))
+    await asyncio.sleep(0)
+    began = asyncio.get_running_loop().time()
+    await asyncio.wait_for(stuck.close(), 5)
+    assert asyncio.get_running_loop().time() - began < 2
+    hung.cancel()
 
 
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -552,4 +552,27 @@ async def case_a_failing_embedder_loses_nothing(open_system):
     assert off["state"] == "off" and "none" in off["note"]
 
 
+async def case_failed_embedding_calls_show_in_the_status(open_system):
+    """A semantic search or an indexNow whose embedding fails (a dead model worker, a
+    timeout) rejects, and the status says why: never "indexing" for good, never silent."""
+    from airi_memory.errors import ProviderError
+
+    system = await open_system(**QUIET)
+    await use_toy_embeddings(system, fail=True)
+    await system.configure_embeddings(
+        {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
+    )
+    await session_with(system, ["one thing", "another thing"])
+    search = system.searcher.search({"query": "thing", "strategy": "semantic"})
+    await expect_error(ProviderError, search, "embedding service down")
+    status = await system.embeddings_status()
+    assert "embedding service down" in status["lastError"]
+    reply = await system.dispatch("embeddings.indexNow", [])
+    assert reply["error"]["name"] == "ProviderError"
+    assert "embedding service down" in reply["error"]["message"]
+    status = await system.embeddings_status()
+    assert status["state"] == "error" and "embedding service down" in status["lastError"]
+    assert (status["indexed"], status["pending"]) == (0, 2)
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -1,6 +1,7 @@
 """The data contract: camelCase on the wire, unknown fields kept, one clear error."""
 
 import json
+import re
 
 import pytest
 from hypothesis import given
@@ -19,6 +20,7 @@ from airi_memory.models import (
     now_ms,
     validate_or_raise,
 )
+from airi_memory.options import parse_options
 
 
 def test_json_schemas_use_the_js_names():
@@ -115,3 +117,18 @@ def test_input_is_bounded_but_stored_records_are_read_back_as_they_are():
     assert ChatSessionMeta.model_validate(meta).created_at == JS_MAX_TIME + 1
     with pytest.raises(InvalidValueError, match=r"meta\.createdAt.*Date range"):
         validate_or_raise(ChatSessionMeta, meta, "meta", now=JS_MAX_TIME + 1)
+
+
+def test_timeouts_have_generous_defaults_and_bounds_that_name_the_field():
+    timeouts = parse_options({}).timeouts
+    assert (timeouts.sql_ms, timeouts.embedding_load_ms, timeouts.close_ms) == (
+        120_000,
+        120_000,
+        10_000,
+    )
+    assert parse_options({"timeouts": {"sqlMs": 3000}}).timeouts.sql_ms == 3000
+    for bad, field in [({"sqlMs": 5}, "timeouts.sqlMs"), ({"closeMs": 10**9}, "timeouts.closeMs")]:
+        with pytest.raises(InvalidValueError, match=re.escape(field)):
+            parse_options({"timeouts": bad})
+    with pytest.raises(InvalidValueError, match=re.escape("timeouts.hangMs")):
+        parse_options({"timeouts": {"hangMs": 1}})

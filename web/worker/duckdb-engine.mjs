@@ -19,23 +19,80 @@ import {
 
 const NUMERIC_TYPE_IDS = new Set([2, 3]); // Arrow Type.Int, Type.Float
 
-export async function openDuckDb(runtimeUrl) {
+/** DuckDB's worker died or stopped answering; every later call fails with it too. Python
+ *  maps it by name (py/airi_memory/sql/wasm.py) to its own SqlEngineStoppedError. */
+export class SqlEngineStoppedError extends Error {
+  name = "SqlEngineStoppedError";
+}
+
+const DEFAULT_CALL_TIMEOUT_MS = 120_000;
+// Starting DuckDB (fetching and compiling its WASM) is bounded apart from calls: a short
+// call bound, as tests set, must not fail a slow start.
+const START_TIMEOUT_MS = 120_000;
+
+/**
+ * `callTimeoutMs` bounds each call. AsyncDuckDB alone never settles a call whose worker
+ * died: its onError clears the pending requests without rejecting them, and a terminated
+ * worker sends no event at all. So calls are tracked here: when the worker reports an
+ * error, or a call outlives its bound (a hung worker), the worker is terminated and every
+ * call in flight, and every later one, rejects with SqlEngineStoppedError.
+ */
+export async function openDuckDb(runtimeUrl, { callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS } = {}) {
   const file = (name) => new URL(`duckdb/${name}`, runtimeUrl).href;
   const bundle = await duckdb.selectBundle({
     mvp: { mainModule: file("duckdb-mvp.wasm"), mainWorker: file("duckdb-browser-mvp.worker.js") },
     eh: { mainModule: file("duckdb-eh.wasm"), mainWorker: file("duckdb-browser-eh.worker.js") },
   });
-  const db = new duckdb.AsyncDuckDB(new duckdb.VoidLogger(), new Worker(bundle.mainWorker));
-  await db.instantiate(bundle.mainModule);
-  const connection = await db.connect();
-  // Extensions would be fetched from the network; the core has what we use.
-  await connection.query("SET autoinstall_known_extensions=false");
-  await connection.query("SET autoload_known_extensions=false");
-  // No files or URLs from SQL (read_csv('https://...'), FROM 'x.csv', COPY ...): the core
-  // never needs them, diagnostics must not reach them, and the page makes no requests
-  // beyond its origin. DuckDB keeps this off until the database closes.
-  await connection.query("SET enable_external_access=false");
-  const version = await db.getVersion();
+  const worker = new Worker(bundle.mainWorker);
+  const db = new duckdb.AsyncDuckDB(new duckdb.VoidLogger(), worker);
+  let stopped = null; // the SqlEngineStoppedError, once the worker is gone
+  const inFlight = new Set(); // reject functions of the calls not yet settled
+
+  function stop(reason) {
+    if (stopped) return;
+    stopped = new SqlEngineStoppedError(`DuckDB's worker stopped: ${reason}`);
+    worker.terminate();
+    for (const reject of inFlight) reject(stopped);
+    inFlight.clear();
+  }
+  // Handled here, so a crash in DuckDB's worker does not travel on to ours (and the page).
+  worker.addEventListener("error", (event) => {
+    event.preventDefault();
+    stop(event.message || "it raised an error it did not catch");
+  });
+  worker.addEventListener("messageerror", () => stop("a message from it could not be read"));
+
+  /** `work()`'s result, unless the worker stops first or `work` outlives `limitMs`. */
+  function bounded(what, work, limitMs = callTimeoutMs) {
+    if (stopped) return Promise.reject(stopped);
+    return new Promise((resolve, reject) => {
+      inFlight.add(reject);
+      const timer = setTimeout(() => stop(`${what} did not finish within ${limitMs} ms`), limitMs);
+      work()
+        .then(resolve, reject)
+        .finally(() => {
+          clearTimeout(timer);
+          inFlight.delete(reject);
+        });
+    });
+  }
+
+  const { connection, version } = await bounded(
+    "starting DuckDB",
+    async () => {
+      await db.instantiate(bundle.mainModule);
+      const connection = await db.connect();
+      // Extensions would be fetched from the network; the core has what we use.
+      await connection.query("SET autoinstall_known_extensions=false");
+      await connection.query("SET autoload_known_extensions=false");
+      // No files or URLs from SQL (read_csv('https://...'), FROM 'x.csv', COPY ...): the
+      // core never needs them, diagnostics must not reach them, and the page makes no
+      // requests beyond its origin. DuckDB keeps this off until the database closes.
+      await connection.query("SET enable_external_access=false");
+      return { connection, version: await db.getVersion() };
+    },
+    Math.max(callTimeoutMs, START_TIMEOUT_MS),
+  );
   let temporaryCount = 0;
   // Prepared statements are kept by SQL text: the core runs the same few statements over
   // and over, and preparing costs a round trip to DuckDB's own worker.
@@ -67,8 +124,8 @@ export async function openDuckDb(runtimeUrl) {
     return (await statementFor(sql)).query(...values);
   }
 
-  return {
-    version: () => version,
+  // What Python calls, each bounded by `bounded` below.
+  const calls = {
     async execute(sql, params) {
       await run(sql, params);
     },
@@ -150,14 +207,37 @@ export async function openDuckDb(runtimeUrl) {
       const after = await connection.query(`SELECT count(*)::INTEGER AS n FROM ${table}`);
       return after.getChildAt(0).get(0) - before.getChildAt(0).get(0);
     },
+  };
+
+  return {
+    version: () => version,
+    ...Object.fromEntries(
+      Object.entries(calls).map(([name, call]) => [name, (...args) => bounded(name, () => call(...args))]),
+    ),
+    /** Ends DuckDB's worker at once: its tables mirror what IndexedDB keeps, so nothing is
+     *  lost, and a hung worker cannot hold up a close. */
     async close() {
-      for (const statement of prepared.values()) await statement.close();
-      prepared.clear();
-      if (diagnostics) await diagnostics.close();
-      await connection.close();
-      await db.terminate();
+      stop("the memory system was closed");
+    },
+    /** Test-only (testHooks): once a call is in flight (or after `waitMs`), the worker is
+     *  terminated and reports an error, as a crashed worker does. */
+    async crashForTest(waitMs = 10_000) {
+      const busy = await until(() => inFlight.size > 0, waitMs);
+      worker.terminate();
+      worker.dispatchEvent(new ErrorEvent("error", { message: "terminated by a test" }));
+      return { busy };
     },
   };
+}
+
+/** Whether `condition()` became true within `waitMs` (checked every 10 ms). */
+async function until(condition, waitMs) {
+  const deadline = performance.now() + waitMs;
+  while (!condition()) {
+    if (performance.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return true;
 }
 
 function bindable(value) {

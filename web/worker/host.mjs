@@ -2,20 +2,29 @@
 // stores (storage port), a DuckDB-WASM connection (SQL port), gpt-tokenizer (token
 // port), fetch (HTTP port) and the local embedding model (embedding port, in a worker of
 // its own). The worker hands it to Python at boot; tests inside pytest-pyodide import it
-// the same way. `onEvent` receives progress the page may want to show.
+// the same way. `onEvent` receives progress the page may want to show; `timeouts` (the
+// options' own, validated again by Python) bound the waits on DuckDB and on the model.
 import { openDuckDb } from "./duckdb-engine.mjs";
 import { createLocalEmbedder } from "./embeddings.mjs";
 import { postJson } from "./http.mjs";
 import { openStore } from "./idb-store.mjs";
 import { createTokenCounter } from "./tokens.mjs";
 
-export async function createBrowserHost({ runtimeUrl, onEvent = () => {} }) {
-  const sql = await openDuckDb(runtimeUrl);
+export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeouts = {} }) {
+  const sql = await openDuckDb(runtimeUrl, { callTimeoutMs: positive(timeouts.sqlMs) });
   return {
     idb: { open: openStore },
     sql,
     tokens: createTokenCounter(runtimeUrl),
     http: { postJson },
-    embedder: createLocalEmbedder(runtimeUrl, (detail) => onEvent("embedding-progress", detail)),
+    embedder: createLocalEmbedder(runtimeUrl, (detail) => onEvent("embedding-progress", detail), {
+      loadTimeoutMs: positive(timeouts.embeddingLoadMs),
+    }),
   };
+}
+
+/** A number of milliseconds setTimeout can wait, or undefined (the default then applies;
+ *  Python refuses the options at boot anyway). */
+function positive(ms) {
+  return Number.isFinite(ms) && ms > 0 && ms < 2 ** 31 ? ms : undefined;
 }

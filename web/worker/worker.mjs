@@ -8,6 +8,8 @@ const runtimeUrl = new URL("./", import.meta.url).href;
 const postEvent = (event, detail) => self.postMessage({ event, detail });
 let api = null;
 let pyodide = null;
+let host = null; // its DuckDB and model workers are ended on close, whatever Python does
+let testHooks = false; // the facade's testHooks option: crash and block on request
 let poll = null;
 const TAB_POLL_MS = 5000; // catch up at least this often, hints or not (cheap when idle)
 
@@ -36,7 +38,8 @@ async function catchUpSoon() {
   }
 }
 
-async function boot(options) {
+async function boot(options, withTestHooks) {
+  testHooks = withTestHooks === true;
   const started = performance.now();
   const phases = {};
   const timed = (name, promise) =>
@@ -63,9 +66,11 @@ async function boot(options) {
   // message during boot) only delays the catch-up until the next hint or poll.
   const channel = new BroadcastChannel("airi-memory");
   channel.onmessage = () => catchUpSoon();
-  const [browser, host, buildInfo] = await Promise.all([
+  const timeouts = options?.timeouts ?? {};
+  let browser, buildInfo;
+  [browser, host, buildInfo] = await Promise.all([
     python,
-    timed("duckdb", createBrowserHost({ runtimeUrl, onEvent: postEvent })),
+    timed("duckdb", createBrowserHost({ runtimeUrl, onEvent: postEvent, timeouts })),
     fetch(`${runtimeUrl}build-info.json`).then((response) => response.json()),
   ]);
   const publish = (journalNumber) => channel.postMessage({ journal: journalNumber });
@@ -129,17 +134,47 @@ async function call(method, args) {
   }
 }
 
+// Python's close lets queued writes finish (within timeouts.closeMs); DuckDB's and the
+// model's workers end here in any case.
+async function close() {
+  clearInterval(poll);
+  try {
+    if (api) await call("close", []);
+  } finally {
+    api = null;
+    await host?.sql.close();
+    host?.embedder.close();
+  }
+  return null;
+}
+
+// Only with the facade's testHooks option: an inner worker crashes (terminated, then the
+// error event a crashed worker sends) once it has a call in flight, or this worker's thread
+// is blocked for `ms`, as a worker stuck in a loop would be.
+async function runTestHook({ action, target, ms }) {
+  if (!testHooks) throw new Error("test hooks are off: create the memory system with testHooks: true");
+  if (action === "crash" && target === "duckdb") return host.sql.crashForTest();
+  if (action === "crash" && target === "embedder") return host.embedder.crashForTest();
+  if (action === "block") {
+    setTimeout(() => {
+      const until = performance.now() + ms;
+      while (performance.now() < until); // deliberately busy: nothing else runs
+    });
+    return null;
+  }
+  throw new Error(`unknown test hook ${JSON.stringify({ action, target })}`);
+}
+
 self.onmessage = async ({ data }) => {
   if (data.appReply) return settleAppCall(data);
   const { id, kind, method, args, options } = data;
   try {
     if (kind === "boot") {
-      self.postMessage({ id, ok: true, value: await boot(options) });
+      self.postMessage({ id, ok: true, value: await boot(options, data.testHooks) });
     } else if (kind === "close") {
-      clearInterval(poll);
-      if (api) await call("close", []);
-      api = null;
-      self.postMessage({ id, ok: true, value: null });
+      self.postMessage({ id, ok: true, value: await close() });
+    } else if (kind === "test") {
+      self.postMessage({ id, ok: true, value: await runTestHook(data) });
     } else {
       // Python answers {ok, value} or {ok: false, error: {name, message}}, as JSON text
       // (parsed by the facade) or, when it holds bytes, as a converted object.

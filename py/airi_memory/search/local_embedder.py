@@ -1,5 +1,7 @@
 """The embedding port in the browser: the local model in its own worker (see
-web/worker/embedder.mjs), reached through the host; vectors arrive as one Float32Array."""
+web/worker/embedder.mjs), reached through the host; vectors arrive as one Float32Array.
+The host bounds each call (``timeoutMs`` once the model is loaded, the options'
+``timeouts.embeddingLoadMs`` before) and rejects it when the model's worker dies."""
 
 from typing import Any
 
@@ -16,6 +18,6 @@ class LocalEmbedder(Embedder):
 
     async def embed(self, texts: list[str]) -> bytes:
         try:
-            return (await self._js.embed(to_js(texts))).to_bytes()
+            return (await self._js.embed(to_js(texts), self.config.timeout_ms)).to_bytes()
         except JsException as error:
             raise ProviderError(f"the local embedding model failed: {error}") from None

@@ -153,7 +153,7 @@ class VectorIndex:
 
     def _fail(self, error: Exception) -> None:
         self.state = "error"
-        self.last_error = f"{type(error).__name__}: {error}"[:300]
+        self.last_error = _error_text(error)
         self._progress()
 
     async def _load(self) -> None:
@@ -229,7 +229,11 @@ class VectorIndex:
 
     async def index_now(self) -> None:
         await self._loaded.wait()
-        await self._index_pending()
+        try:
+            await self._index_pending()
+        except Exception as error:  # the caller gets it, and the status keeps it
+            self._fail(error)
+            raise
         self.state = "ready"
         self._progress()
 
@@ -345,7 +349,13 @@ class VectorIndex:
 
     async def embed_query(self, text: str) -> list[float]:
         started = time.perf_counter()
-        vector = array("f", await self.embedder.embed([text])).tolist()
+        try:
+            vectors = await self.embedder.embed([text])
+        except Exception as error:  # the search rejects; the status tells what failed
+            self.last_error = _error_text(error)
+            self._progress()
+            raise
+        vector = array("f", vectors).tolist()
         self.query_embedding_ms = round((time.perf_counter() - started) * 1000, 1)
         return vector
 
@@ -391,3 +401,7 @@ class VectorIndex:
             "queryEmbeddingMs": self.query_embedding_ms,
             "lastError": self.last_error,
         }
+
+
+def _error_text(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"[:300]

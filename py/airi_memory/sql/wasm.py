@@ -11,7 +11,7 @@ from typing import Any
 
 from pyodide.ffi import JsException, JsProxy, to_js
 
-from ..errors import SqlError
+from ..errors import SqlEngineStoppedError, SqlError
 from .engine import Columns, QueryResult, SqlEngine, check_columns, check_identifier
 
 _EXACT_DOUBLE = 2**53
@@ -72,9 +72,11 @@ class WasmDuckDb(SqlEngine):
         try:
             return await getattr(self._host, method)(*args)
         except JsException as error:
-            raise SqlError(
-                str(error.message) if hasattr(error, "message") else str(error)
-            ) from None
+            message = str(error.message) if hasattr(error, "message") else str(error)
+            # The host's own error when DuckDB's worker died or a call outlived its bound.
+            if getattr(error, "name", "") == "SqlEngineStoppedError":
+                raise SqlEngineStoppedError(message) from None
+            raise SqlError(message) from None
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
         await self._call("execute", sql, to_js(list(params)))
