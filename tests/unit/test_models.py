@@ -115,3 +115,29 @@ def test_input_is_bounded_but_stored_records_are_read_back_as_they_are():
     assert ChatSessionMeta.model_validate(meta).created_at == JS_MAX_TIME + 1
     with pytest.raises(InvalidValueError, match=r"meta\.createdAt.*Date range"):
         validate_or_raise(ChatSessionMeta, meta, "meta", now=JS_MAX_TIME + 1)
+
+
+@pytest.mark.parametrize(
+    ("mood", "reason"),
+    [
+        (float("nan"), r"'message\.mood': nan is not a JSON number"),
+        ({"deep": [float("inf")]}, r"'message\.mood\.deep\[0\]': inf is not a JSON number"),
+        ({1, 2}, r"'message\.mood': set is not JSON data"),
+    ],
+)
+def test_a_value_json_cannot_hold_is_refused_for_what_it_is(mood, reason):
+    """NaN would be stored as null, and a set is not too big: it is not JSON."""
+    with pytest.raises(InvalidValueError, match=reason):
+        validate_or_raise(ChatHistoryItem, {"role": "user", "mood": mood}, "message")
+
+
+def test_a_lone_surrogate_anywhere_in_input_is_refused_where_it_is():
+    """DuckDB refuses it and the browser's encoders replace it: it would not read back."""
+    for message, path in [
+        ({"role": "user", "content": "a\ud800"}, "message.content"),
+        ({"role": "user", "mood": {"k\udfff": 1}}, "message.mood.k\udfff"),
+        ({"role": "user", "slices": [{"text": "\ud83e"}]}, "message.slices[0].text"),
+    ]:
+        with pytest.raises(InvalidValueError, match="lone surrogate") as refused:
+            validate_or_raise(ChatHistoryItem, message, "message")
+        assert repr(path) in str(refused.value)
