@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_VENV := $(VENV)/.installed
 STAMP_NPM := node_modules/.installed
 
-.PHONY: demo dist test test-unit test-pyodide test-e2e bench eval lint format clean
+.PHONY: demo dist test test-unit test-pyodide test-e2e soak bench eval lint format clean
 
 $(STAMP_VENV): requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -30,6 +30,10 @@ test: dist
 
 test-unit: $(STAMP_VENV)
 	$(PY) -m pytest tests/unit
+
+# The fault suite at full size: 1,000 fuzzed import files, 1,000 other fuzzed inputs.
+soak: $(STAMP_VENV)
+	AIRI_SOAK=1 $(PY) -m pytest tests/faults
 
 bench: dist
 	$(PY) bench/run.py

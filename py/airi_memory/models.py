@@ -11,6 +11,7 @@ within JavaScript's Date range and at most a day ahead of the clock, content par
 attached fields and unknown fields bounded in bytes and nesting.
 """
 
+import math
 import secrets
 import time
 from typing import Any, ClassVar, Literal, Self, TypeVar
@@ -58,12 +59,16 @@ def now_ms() -> int:
 
 
 class JsonLimitError(ValueError):
-    """A JSON value over a size or nesting bound; ``path`` names where (``a.b[2]``)."""
+    """A JSON value over a nesting bound, or not JSON; ``path`` names where (``a.b[2]``)."""
 
     def __init__(self, path: str, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class JsonSizeError(JsonLimitError):
+    """A JSON value over its bound in bytes: the value as a whole, no one place in it."""
 
 
 def _text_bytes(text: str) -> int:
@@ -111,13 +116,46 @@ def json_size(value: Any, max_bytes: int, max_depth: int) -> int:
             total += 4
         elif item is False:
             total += 5
-        elif isinstance(item, int | float):
+        elif isinstance(item, int) or (isinstance(item, float) and math.isfinite(item)):
             total += len(repr(item))
+        elif isinstance(item, float):  # stored, it would read back as null
+            raise JsonLimitError(_where(trail), f"{item} is not a JSON number")
         else:
             raise JsonLimitError(_where(trail), f"{type(item).__name__} is not JSON data")
         if total > max_bytes:
-            raise JsonLimitError("", f"more than {max_bytes:,} bytes of JSON")
+            raise JsonSizeError("", f"more than {max_bytes:,} bytes of JSON")
     return total
+
+
+def lone_surrogate_path(value: Any) -> str | None:
+    """Where JSON data holds a lone surrogate (``a.b[2]``, ``""`` for the value itself), or
+    None. JSON escapes allow one and a JS string may hold one, but it has no UTF-8 form:
+    DuckDB refuses it and the browser's encoders replace it, so it would not read back."""
+    stack: list[tuple[Any, tuple[Any, ...] | None]] = [(value, None)]
+    while stack:
+        item, trail = stack.pop()
+        if isinstance(item, str):
+            if _not_text(item):
+                return _where(trail)
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str) and _not_text(key):
+                    return _where((trail, key))
+                stack.append((child, (trail, key)))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, (trail, index)) for index, child in enumerate(item))
+    return None
+
+
+def _not_text(text: str) -> bool:
+    """True when ``text`` holds a lone surrogate."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _limit_error(error: JsonLimitError, reason: str | None = None) -> PydanticCustomError:
@@ -176,7 +214,7 @@ class _Wire(BaseModel):
                 used += json_size(value, MAX_FIELD_BYTES - used, MAX_FIELD_DEPTH) + len(name)
             except JsonLimitError as error:
                 path = join_path(str(name), error.path)
-                reason = None if error.path else (
+                reason = None if not isinstance(error, JsonSizeError) else (
                     f"unknown fields together are more than {MAX_FIELD_BYTES:,} bytes of JSON"
                 )  # fmt: skip
                 raise _limit_error(JsonLimitError(path, error.reason), reason) from None
@@ -346,9 +384,17 @@ def validate_or_raise(
 ) -> Model:
     """Validate ``data`` from outside, its times judged against ``now`` (the wall clock
     unless given), or, with ``context=WRITTEN_HERE``, what this library itself wrote; on
-    failure raise one ``InvalidValueError`` naming the first bad field."""
+    failure raise one ``InvalidValueError`` naming the first bad field. Either way no
+    string in it may hold a lone surrogate: it could be stored but never read back."""
     if context is None:
         context = {"now": now_ms() if now is None else now}
+    surrogate_at = lone_surrogate_path(data)
+    if surrogate_at is not None:
+        path = join_path(where, surrogate_at).lstrip(".") or "(root)"
+        raise InvalidValueError(
+            f"invalid {model.__name__} field {path!r}: holds a lone surrogate "
+            "(U+D800 to U+DFFF without its pair), which is not text"
+        )
     try:
         return model.model_validate(data, context=context)
     except ValidationError as error:

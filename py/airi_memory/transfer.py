@@ -14,6 +14,7 @@ from .models import (
     ChatHistoryItem,
     ChatSessionMeta,
     JsonLimitError,
+    JsonSizeError,
     json_size,
     new_id,
     now_ms,
@@ -63,7 +64,7 @@ def _bounded(data: Any, max_bytes: int) -> Any:
     try:
         json_size(data, max_bytes, MAX_IMPORT_DEPTH)
     except JsonLimitError as error:
-        if not error.path:
+        if isinstance(error, JsonSizeError):
             raise InvalidValueError(too_big) from None
         raise InvalidValueError(f"invalid import field {error.path!r}: {error.reason}") from None
     return data

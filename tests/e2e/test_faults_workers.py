@@ -102,9 +102,9 @@ def test_a_hung_duckdb_call_ends_at_sql_ms_and_so_does_every_later_one(web):
         ENDLESS_QUERY,
     )
     assert run["hooks"] == "undefined"  # no test hooks unless asked for
-    assert_engine_stopped(run["hung"], "query did not finish within 3000 ms")
+    assert_engine_stopped(run["hung"], "queryReadOnly did not finish within 3000 ms")
     assert 2900 <= run["tookMs"] < 8000, run
-    assert_engine_stopped(run["later"], "query did not finish within 3000 ms")
+    assert_engine_stopped(run["later"], "queryReadOnly did not finish within 3000 ms")
     assert run["laterMs"] < 2000
 
 
@@ -169,16 +169,16 @@ def test_a_model_that_does_not_load_in_time_fails_the_search_within_the_bound(we
     assert "did not finish within 100 ms" in run["status"]["lastError"], run["status"]
 
 
-def test_close_ends_in_time_while_the_write_queue_waits_on_a_busy_duckdb(web):
+def test_close_ends_in_time_while_a_query_runs_and_writes_are_queued(web):
     web.open_harness()
     boot(web, timeouts={"closeMs": 2000}, **NO_EMBEDDINGS)
     run = web.evaluate(
         """async (sql) => {
             const { sessionId } = await memory.sessions.createSession({ title: 'Closing' });
             const query = settle(within(memory.query(sql), 20000));
-            const snapshot = settle(within(memory.sessions.snapshot(), 20000)); // holds the queue
+            const snapshot = settle(within(memory.sessions.snapshot(), 20000));
             const write = settle(within(memory.sessions.addMessage(
-                sessionId, { role: 'user', content: 'queued behind the snapshot' }), 20000));
+                sessionId, { role: 'user', content: 'queued beside the query' }), 20000));
             await new Promise((resolve) => setTimeout(resolve, 300)); // all three reach Python
             const from = performance.now();
             const closed = await settle(within(memory.close(), 15000));
@@ -191,10 +191,15 @@ def test_close_ends_in_time_while_the_write_queue_waits_on_a_busy_duckdb(web):
     )
     assert run["closed"]["ok"], run["closed"]
     assert run["closeMs"] < 2000 + 2000 + 1500, run  # closeMs, the facade's grace, slack
-    for outcome in (run["queried"], run["snapshotted"]):
-        assert not outcome["ok"], outcome
-        assert outcome["name"] in ("SqlEngineStoppedError", "MemoryClosedError"), outcome
-    assert run["written"]["name"] != "StillPending", run["written"]  # settled, either way
+    queried = run["queried"]
+    assert not queried["ok"], queried  # endless: only the close ends it
+    assert queried["name"] in ("SqlEngineStoppedError", "MemoryClosedError"), queried
+    # DuckDB-WASM polls a running query, so the snapshot may finish beside it or be cut
+    # short by the close; either way it and the queued write settle.
+    for outcome in (run["snapshotted"], run["written"]):
+        assert outcome.get("name") != "StillPending", outcome
+        if not outcome["ok"]:
+            assert outcome["name"] in ("SqlEngineStoppedError", "MemoryClosedError"), outcome
     assert run["later"]["name"] == "MemoryClosedError", run["later"]
     assert run["later"]["message"] == "airi-memory is closed"
 

@@ -132,3 +132,29 @@ def test_timeouts_have_generous_defaults_and_bounds_that_name_the_field():
             parse_options({"timeouts": bad})
     with pytest.raises(InvalidValueError, match=re.escape("timeouts.hangMs")):
         parse_options({"timeouts": {"hangMs": 1}})
+
+
+@pytest.mark.parametrize(
+    ("mood", "reason"),
+    [
+        (float("nan"), r"'message\.mood': nan is not a JSON number"),
+        ({"deep": [float("inf")]}, r"'message\.mood\.deep\[0\]': inf is not a JSON number"),
+        ({1, 2}, r"'message\.mood': set is not JSON data"),
+    ],
+)
+def test_a_value_json_cannot_hold_is_refused_for_what_it_is(mood, reason):
+    """NaN would be stored as null, and a set is not too big: it is not JSON."""
+    with pytest.raises(InvalidValueError, match=reason):
+        validate_or_raise(ChatHistoryItem, {"role": "user", "mood": mood}, "message")
+
+
+def test_a_lone_surrogate_anywhere_in_input_is_refused_where_it_is():
+    """DuckDB refuses it and the browser's encoders replace it: it would not read back."""
+    for message, path in [
+        ({"role": "user", "content": "a\ud800"}, "message.content"),
+        ({"role": "user", "mood": {"k\udfff": 1}}, "message.mood.k\udfff"),
+        ({"role": "user", "slices": [{"text": "\ud83e"}]}, "message.slices[0].text"),
+    ]:
+        with pytest.raises(InvalidValueError, match="lone surrogate") as refused:
+            validate_or_raise(ChatHistoryItem, message, "message")
+        assert repr(path) in str(refused.value)

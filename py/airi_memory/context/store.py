@@ -14,7 +14,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import InvalidValueError
-from ..models import ContextMessage, validate_or_raise
+from ..models import (
+    MAX_FIELD_DEPTH,
+    ContextMessage,
+    JsonLimitError,
+    join_path,
+    json_size,
+    validate_or_raise,
+)
 from ..storage import Storage
 from ..storage.keys import key_segment
 
@@ -49,7 +56,7 @@ class ContextStore:
         if isinstance(message, dict) and "createdAt" not in message:
             message = {**message, "createdAt": self.clock()}
         entry = validate_or_raise(ContextMessage, message, "context")
-        size = len(json.dumps(entry.content, ensure_ascii=False, default=str))
+        size = len(_content_json(entry.content))
         if size > MAX_CONTEXT_CHARS:
             raise InvalidValueError(
                 f"context from {entry.source_type!r} is {size} characters of JSON; "
@@ -191,3 +198,15 @@ class ContextStore:
             await self.remove(source)
             return None
         return await self.ingest({"sourceType": source, "sourceId": source, "content": state})
+
+
+def _content_json(content: dict[str, Any]) -> str:
+    """Context content as the JSON text it becomes in a prompt. Refused, before anything
+    is kept, when it is not JSON (NaN, sets, objects) or nested too deep to write out:
+    an entry kept but unwritable would break every snapshot and composition after it."""
+    try:
+        json_size(content, 4 * MAX_CONTEXT_CHARS + 2, MAX_FIELD_DEPTH)  # UTF-8: 4 bytes a char
+    except JsonLimitError as error:
+        path = join_path("context.content", error.path)
+        raise InvalidValueError(f"invalid ContextMessage field {path!r}: {error.reason}") from None
+    return json.dumps(content, ensure_ascii=False)

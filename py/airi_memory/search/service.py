@@ -13,10 +13,10 @@ import math
 import time
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
 from ..errors import InvalidValueError
-from ..models import DAY_MS, validate_or_raise
+from ..models import DAY_MS, lone_surrogate_path, validate_or_raise
 from ..sessions import SessionStore
 from . import keyword
 from .filters import Scope, SearchFilters, scope
@@ -57,8 +57,9 @@ class SearchQuery(BaseModel):
     strategy: Strategy | None = None
     exclude_ids: list[str] = Field(default_factory=list, alias="excludeIds", max_length=100_000)
     # The query's embedding, when the app has it already (semantic search then skips the
-    # model); it must have the configured model's dimensions.
-    vector: list[float] | None = Field(default=None, max_length=4096)
+    # model); it must have the configured model's dimensions, and numbers (NaN would
+    # make every score NaN, and the ranking arbitrary).
+    vector: list[FiniteFloat] | None = Field(default=None, max_length=4096)
 
 
 class SemanticRetriever(Protocol):
@@ -106,7 +107,8 @@ class Searcher:
                 break
             want *= 4
         self._score(hits, strategy)
-        hits = [h for h in hits if h["score"] >= query.threshold]
+        # Judged as reported (6 decimals): no result may show a score below the threshold.
+        hits = [h for h in hits if round(h["score"], 6) >= query.threshold]
         hits.sort(key=lambda h: (-h["score"], -h["message"].get("createdAt", 0)))
         return {
             "strategy": strategy,
@@ -214,11 +216,13 @@ class Searcher:
         """The seed's ``searchMessages``: ``[{sessionId, message}]``, case-insensitive."""
         if not isinstance(query, str) or not query:
             raise InvalidValueError("searchMessages needs a non-empty query string")
+        if lone_surrogate_path(query) is not None:
+            raise InvalidValueError("searchMessages query holds a lone surrogate: not text")
         opts = options or {}
         if not isinstance(opts, dict) or set(opts) - {"limit", "filters"}:
             raise InvalidValueError("searchMessages options are {limit, filters}")
         limit = opts.get("limit", 100)
-        if not isinstance(limit, int) or not 1 <= limit <= 10_000:
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
             raise InvalidValueError("searchMessages limit must be an integer from 1 to 10000")
         filters = validate_or_raise(SearchFilters, opts.get("filters") or {}, "filters")
         await self.sessions.mirror.flush()

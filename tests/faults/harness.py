@@ -1,0 +1,144 @@
+"""What every fuzzed-input test shares: how many examples, one open system per test, a
+snapshot of everything stored, and what a proper refusal looks like.
+
+``make test`` runs a fast subset; ``make soak`` (``AIRI_SOAK=1``) runs the numbers the
+fault suite promises: 1,000 import files, and 1,000 storage, search, context and message
+inputs together.
+"""
+
+import asyncio
+import copy
+import math
+import os
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+
+from airi_memory import errors
+from airi_memory.api import MemorySystem
+from contract.common import QUIET
+from native_systems import system_factory
+
+SOAK = os.environ.get("AIRI_SOAK") == "1"
+# Examples per test: (fast, soak). The import test alone reaches 1,000 files; the four
+# other families add up to 1,000 inputs.
+IMPORT_EXAMPLES = 1000 if SOAK else 80
+FAMILY_EXAMPLES = 250 if SOAK else 50
+
+settings.register_profile(
+    "airi-fuzz",
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    print_blob=True,
+)
+FUZZ = settings.get_profile("airi-fuzz")
+
+# A store holding more sessions than this is replaced by a fresh one before the next
+# example: each example exports everything twice, and the export grows with every import.
+MAX_SESSIONS_KEPT = 40
+
+
+def library_error_names() -> set[str]:
+    """Names of the errors the library raises on purpose; anything else escaped a check."""
+    found, pending = set(), [errors.AiriMemoryError]
+    while pending:
+        kind = pending.pop()
+        found.add(kind.__name__)
+        pending.extend(kind.__subclasses__())
+    return found
+
+
+LIBRARY_ERRORS = library_error_names()
+
+
+class Harness:
+    """One memory system (memory drivers, native DuckDB) on its own event loop, reused
+    across a test's examples: opening one per example would mostly time DuckDB set-up."""
+
+    def __init__(self, tmp_path: Any) -> None:
+        self.tmp_path = tmp_path
+        self.loop = asyncio.new_event_loop()
+        self.system = self.run(self._open())
+        self.session_id = ""  # the session a family works in, when it needs one
+
+    async def _open(self) -> MemorySystem:
+        return await system_factory("memory", self.tmp_path)(**QUIET)
+
+    def run(self, coroutine: Any) -> Any:
+        return self.loop.run_until_complete(coroutine)
+
+    async def call(self, method: str, *args: Any) -> dict[str, Any]:
+        """What a JS app gets back: one reply, ``ok`` with a value or with one error."""
+        return await self.system.dispatch(method, list(args))
+
+    async def value(self, method: str, *args: Any) -> Any:
+        reply = await self.call(method, *args)
+        assert reply["ok"], f"{method} failed: {reply['error']}"
+        return reply["value"]
+
+    async def fresh_if_full(self) -> None:
+        """A new, empty system when this one holds more sessions than is cheap to export."""
+        if len(self.system.sessions.session_ids()) > MAX_SESSIONS_KEPT:
+            await self.system.close()
+            self.system = await self._open()
+
+    async def state(self) -> dict[str, Any]:
+        """Everything stored, to compare before and after a refused call: each mount's raw
+        keys and values beneath the public API, the export, and the live context."""
+        raw = {}
+        for mount in self.system.storage.get_mounts():
+            driver = mount.driver
+            raw[mount.base] = {
+                key: await driver.get_item_raw(key) for key in sorted(await driver.get_keys(""))
+            }
+        export = await self.value("exportSessions")
+        del export["exportedAt"]
+        return copy.deepcopy(
+            {"raw": raw, "export": export, "context": await self.value("context.entries")}
+        )
+
+    def close(self) -> None:
+        self.run(self.system.close())
+        self.loop.close()
+
+
+def assert_refused(reply: dict[str, Any], hints: tuple[str, ...]) -> None:
+    """One error, of the library's own kinds (a bare TypeError or KeyError is a check that
+    is missing), whose message names the offending field or key (one of ``hints``)."""
+    assert reply["ok"] is False, f"accepted, but should have been refused: {reply}"
+    error = reply["error"]
+    assert error["name"] in LIBRARY_ERRORS, (
+        f"unhandled {error['name']}: {error['message']}\n{error.get('detail', '')}"
+    )
+    assert "detail" not in error, error
+    if hints:
+        assert any(hint in error["message"] for hint in hints), (
+            f"the error does not name any of {hints}: {error['message']!r}"
+        )
+
+
+def key_hints(*keys: object) -> tuple[str, ...]:
+    """How an error names a key: its repr (cut to 40 characters for long keys)."""
+    hints = []
+    for key in keys:
+        for shown in (repr(key), repr(key[:40]) if isinstance(key, str) else repr(key)):
+            hints.append(shown[:12])
+    return tuple(hints)
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """Equal as JSON values, where NaN equals NaN (unstorage reads ``"NaN"`` back as NaN)."""
+    if isinstance(left, float) and isinstance(right, float) and math.isnan(left):
+        return math.isnan(right)
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(same_json(left[k], right[k]) for k in left)
+    if isinstance(left, list | tuple) and isinstance(right, list | tuple):
+        return len(left) == len(right) and all(map(same_json, left, right))
+    return (left == right and type(left) is type(right)) or _same_number(left, right)
+
+
+def _same_number(left: Any, right: Any) -> bool:
+    numbers = (int, float)
+    if isinstance(left, bool) or isinstance(right, bool):
+        return False
+    return isinstance(left, numbers) and isinstance(right, numbers) and left == right
