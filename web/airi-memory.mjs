@@ -195,6 +195,9 @@ export async function createMemorySystem(options = {}) {
         crash: (target) => rpc.send({ kind: "test", action: "crash", target }),
         /** The worker's thread is kept busy for `ms`: it answers nothing meanwhile. */
         block: (ms) => rpc.send({ kind: "test", action: "block", ms }),
+        /** The next `count` IndexedDB commits fail with the DOMException `name`
+         *  ("QuotaExceededError", "AbortError", ...) after their writes were made. */
+        failCommits: (name, count = 1) => rpc.send({ kind: "test", action: "failCommits", name, count }),
       },
     }),
   };

@@ -34,7 +34,12 @@ class SqlError(AiriMemoryError):
     """DuckDB refused a statement; the message is DuckDB's own."""
 
 
-class StorageQuotaError(AiriMemoryError):
+class StorageWriteError(AiriMemoryError):
+    """IndexedDB did not commit a write (its transaction aborted: AbortError, UnknownError
+    ...); nothing of the write was stored, and later writes may well succeed."""
+
+
+class StorageQuotaError(StorageWriteError):
     """The browser refused a write for lack of space (IndexedDB QuotaExceededError)."""
 
 

@@ -7,13 +7,13 @@
 import { openDuckDb } from "./duckdb-engine.mjs";
 import { createLocalEmbedder } from "./embeddings.mjs";
 import { postJson } from "./http.mjs";
-import { openStore } from "./idb-store.mjs";
+import { failNextCommits, openStore } from "./idb-store.mjs";
 import { createTokenCounter } from "./tokens.mjs";
 
 export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeouts = {} }) {
   const sql = await openDuckDb(runtimeUrl, { callTimeoutMs: positive(timeouts.sqlMs) });
   return {
-    idb: { open: openStore },
+    idb: { open: openStore, failNextCommits },
     sql,
     tokens: createTokenCounter(runtimeUrl),
     http: { postJson },

@@ -17,9 +17,18 @@ function createStore(dbName, storeName, durability) {
     database.then((db) => callback(db.transaction(storeName, mode, { durability }).objectStore(storeName)));
 }
 
+// Only with the facade's testHooks option: the next commits fail as the browser fails
+// them (a full disk: QuotaExceededError; AbortError), after their writes were made, so a
+// test can see that none of them is kept.
+const injectedFaults = [];
+export function failNextCommits(name, count = 1) {
+  for (let i = 0; i < count; i++) injectedFaults.push(name);
+  return injectedFaults.length;
+}
+
 export function openStore(dbName, storeName, { durability = "strict" } = {}) {
   const store = createStore(dbName, storeName, durability);
-  return {
+  const methods = {
     async has(key) {
       return (await get(key, store)) !== undefined;
     },
@@ -40,6 +49,7 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
       store("readwrite", (s) => {
         const done = new Promise((resolve, reject) => {
           let conflict = null;
+          let injected = null;
           let number = null;
           const checks = guards.map(([key, field, equals]) => [key, field, equals, s.get(key)]);
           const head = log ? s.get(log.head) : null;
@@ -64,6 +74,14 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
               }
             }
             if (log) number = appendToLog(s, log, parseHead(head.result));
+            const fault = injectedFaults.shift();
+            if (fault) {
+              // Requests complete in order: this read comes after every write above.
+              s.count().onsuccess = () => {
+                injected = new DOMException(`${fault} injected by a test`, fault);
+                s.transaction.abort();
+              };
+            }
           };
           // Requests of one transaction complete in the order they were made.
           const last = head ?? checks.at(-1)?.[3];
@@ -71,7 +89,7 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
           else write();
           s.transaction.oncomplete = () => resolve(number ?? undefined);
           s.transaction.onabort = s.transaction.onerror = () => {
-            if (conflict === null) reject(s.transaction.error);
+            if (conflict === null) reject(injected ?? s.transaction.error);
             else reject(Object.assign(new Error(conflict), { name: "WriteConflictError" }));
           };
         });
@@ -107,6 +125,17 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
         return promisifyRequest(s.transaction);
       }),
   };
+  return Object.fromEntries(
+    Object.entries(methods).map(([name, method]) => [name, (...args) => method(...args).catch(rethrowPlain)]),
+  );
+}
+
+// Chromium rejects a full disk's commit with a QuotaExceededError that is its own class
+// now (with `quota` and `requested`), and Pyodide 314 never delivers that rejection to
+// the awaiting Python: the write, and the queue behind it, would wait forever. Python
+// needs only the name and the message, as a plain Error.
+function rethrowPlain(error) {
+  throw Object.assign(new Error(String(error?.message ?? error)), { name: String(error?.name ?? "Error") });
 }
 
 // As Guard.holds in Python: no field means "exists"; a missing record or field is null.

@@ -149,12 +149,14 @@ async function close() {
 }
 
 // Only with the facade's testHooks option: an inner worker crashes (terminated, then the
-// error event a crashed worker sends) once it has a call in flight, or this worker's thread
-// is blocked for `ms`, as a worker stuck in a loop would be.
-async function runTestHook({ action, target, ms }) {
+// error event a crashed worker sends) once it has a call in flight, this worker's thread
+// is blocked for `ms`, as a worker stuck in a loop would be, or the next IndexedDB
+// commits fail with the DOMException `name`.
+async function runTestHook({ action, target, ms, name, count }) {
   if (!testHooks) throw new Error("test hooks are off: create the memory system with testHooks: true");
   if (action === "crash" && target === "duckdb") return host.sql.crashForTest();
   if (action === "crash" && target === "embedder") return host.embedder.crashForTest();
+  if (action === "failCommits") return host.idb.failNextCommits(String(name), count ?? 1);
   if (action === "block") {
     setTimeout(() => {
       const until = performance.now() + ms;

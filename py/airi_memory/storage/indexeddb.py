@@ -7,12 +7,12 @@ built on idb-keyval) lists and clears by key range, so one mount never sees or w
 another's records.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any
 
 from pyodide.ffi import JsException, JsProxy, to_js
 
-from ..errors import StorageQuotaError, WriteConflictError
+from ..errors import StorageQuotaError, StorageWriteError, WriteConflictError
 from .driver import Driver, Guard, LogAppend, log_number, parse_head
 
 DEFAULT_DB_NAME = "keyval-store"
@@ -26,6 +26,35 @@ def to_python(value: Any) -> Any:
     if hasattr(value, "to_bytes"):
         return value.to_bytes()
     return value.to_py()
+
+
+# Why IndexedDB aborts a transaction on its own: the write was not stored, and trying
+# again later may work. Other errors (a value it cannot clone ...) are our bugs: raised.
+_ABORTED = frozenset(
+    {"AbortError", "UnknownError", "InvalidStateError", "TransactionInactiveError"}
+)
+
+
+async def _committed(write: Awaitable[Any]) -> Any:
+    """A write's result, with IndexedDB's refusals raised as our named errors."""
+    try:
+        return await write
+    except JsException as error:
+        name = getattr(error, "name", "")
+        if name == "WriteConflictError":
+            raise WriteConflictError(str(error.message)) from None
+        if name == "QuotaExceededError" or "QuotaExceededError" in str(error):
+            raise StorageQuotaError(
+                "the browser's storage quota is exhausted; nothing of this write was "
+                "stored (free space: delete or export old sessions, or ask for "
+                "persistent storage)"
+            ) from None
+        if name in _ABORTED:
+            raise StorageWriteError(
+                f"IndexedDB did not commit this write ({name}: {error.message}); "
+                "nothing of it was stored"
+            ) from None
+        raise
 
 
 def _to_javascript(value: Any) -> Any:
@@ -64,10 +93,10 @@ class IndexedDbDriver(Driver):
         return value if typed_array else to_python(value)
 
     async def set_item(self, key: str, value: Any) -> None:
-        await self._store.set(self._key(key), value)
+        await _committed(self._store.set(self._key(key), value))
 
     async def set_item_raw(self, key: str, value: Any) -> None:
-        await self._store.set(self._key(key), _to_javascript(value))
+        await _committed(self._store.set(self._key(key), _to_javascript(value)))
 
     async def get_items(self, keys: Sequence[str]) -> list[Any]:
         found = await self._store.getMany(to_js([self._key(k) for k in keys]))
@@ -75,10 +104,10 @@ class IndexedDbDriver(Driver):
 
     async def set_items(self, items: Iterable[tuple[str, Any]]) -> None:
         entries = [[self._key(key), value] for key, value in items]
-        await self._store.setMany(to_js(entries))
+        await _committed(self._store.setMany(to_js(entries)))
 
     async def remove_item(self, key: str) -> None:
-        await self._store.delete(self._key(key))
+        await _committed(self._store.delete(self._key(key)))
 
     async def apply(
         self,
@@ -110,18 +139,12 @@ class IndexedDbDriver(Driver):
                 }
             )
         try:
-            number = await self._store.apply(entries, deleted, prefixes, merges, checks, appended)
-            return None if number is None else int(number)
-        except JsException as error:
-            if getattr(error, "name", "") == "WriteConflictError":
-                raise WriteConflictError(str(error.message)[len(self._prefix) :]) from None
-            if "QuotaExceededError" in str(error):
-                raise StorageQuotaError(
-                    "the browser's storage quota is exhausted; nothing of this write was "
-                    "stored (free space: delete or export old sessions, or ask for "
-                    "persistent storage)"
-                ) from None
-            raise
+            number = await _committed(
+                self._store.apply(entries, deleted, prefixes, merges, checks, appended)
+            )
+        except WriteConflictError as conflict:
+            raise WriteConflictError(conflict.key[len(self._prefix) :]) from None
+        return None if number is None else int(number)
 
     async def read_log(
         self, prefix: str, head: str, after: int
@@ -149,4 +172,4 @@ class IndexedDbDriver(Driver):
         return [key[len(self._prefix) :] for key in keys]
 
     async def clear(self, base: str) -> None:
-        await self._store.clear(self._key(base))
+        await _committed(self._store.clear(self._key(base)))
