@@ -761,6 +761,9 @@ class SessionStore:
     # --- messages -----------------------------------------------------------------
     async def add_message(self, session_id: str, message: Any) -> dict[str, Any]:
         item = validate_or_raise(ChatHistoryItem, message, "message")
+        # Only an id the caller chose can repeat one; ours are 126 random bits, and
+        # looking costs a DuckDB round trip that appending otherwise never pays.
+        chosen_id = isinstance(message, dict) and "id" in message
         await self.ensure_session(session_id)
 
         async def attempt() -> dict[str, Any]:
@@ -768,6 +771,11 @@ class SessionStore:
             # deleted the session) since we last looked, we catch up and number again,
             # so messages are numbered in the order they commit, in every tab.
             meta = await self._session_in_queue(session_id)
+            if chosen_id and await self.mirror.records_of(session_id, [item.id]):
+                raise InvalidValueError(
+                    f"invalid ChatHistoryItem field 'message.id': {item.id!r} already exists "
+                    f"in session {session_id!r}"
+                )
             seq = self._next_seq.get(session_id, 0)
             record = records.record_name(seq, self.writer)
             now = self._next_updated_at(meta)
