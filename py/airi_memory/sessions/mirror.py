@@ -17,6 +17,7 @@ from typing import Any
 from ..models import ChatHistoryItem, ChatSessionMeta
 from ..search.text import fold, term_counts, term_id
 from ..sql import SqlEngine
+from ..storage.values import MAX_VALUE_DEPTH, nested_too_deep
 
 TAG_SEPARATOR = "\x1f"
 SMALL_FLUSH = 4  # up to this many rows, single-row inserts beat a columnar batch
@@ -81,7 +82,13 @@ def message_row(session_id: str, record: str, item: ChatHistoryItem) -> MessageR
 def stored_message_row(session_id: str, record: str, body: str) -> MessageRow:
     """A mirror row from a stored record's JSON text, without re-validating it: only
     the fields the row needs are checked (ValueError naming the first bad one)."""
-    message = json.loads(body)
+    too_deep = f"a message record nested more than {MAX_VALUE_DEPTH} levels deep"
+    try:
+        message = json.loads(body)
+    except RecursionError:  # deeper than Python parses, so deeper than anything we write
+        raise ValueError(too_deep) from None
+    if nested_too_deep(message, body):
+        raise ValueError(too_deep)
     if not isinstance(message, dict):
         raise ValueError("a message record must hold a JSON object")
     for name, kind in (("id", str), ("role", str), ("createdAt", int)):

@@ -68,7 +68,7 @@ def _same_json(body: str, stored: Any) -> bool:
     try:
         text = stored.decode("utf-8") if isinstance(stored, bytes) else stored
         return json.loads(body) == (json.loads(text) if isinstance(text, str) else text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep: not the same
         return False
 
 
