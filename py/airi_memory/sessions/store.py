@@ -91,6 +91,7 @@ class SessionStore:
         # Told of every write (indexers), and whether it may have deleted messages.
         self.write_listeners: list[Callable[[bool], None]] = []
         self.mirror = mirror
+        mirror.on_refused = self._refused_by_mirror
         self.user_id = user_id
         self.cache = cache
         self.clock = clock
@@ -135,6 +136,14 @@ class SessionStore:
     # --- reading the durable records ----------------------------------------------
     def _quarantine(self, key: str, error: BaseException | str) -> None:
         self.quarantined[key] = error if isinstance(error, str) else _error_text(error)
+
+    def _refused_by_mirror(self, session_id: str, record: str | None, error: BaseException) -> None:
+        """A row DuckDB would not take: its record stays in the store, untouched, out of
+        the mirror, and is reported like a record that cannot be read."""
+        key = records.session_key(session_id)
+        if record is not None:
+            key = records.message_key(session_id, record)
+        self._quarantine(key, f"DuckDB refused its row: {_error_text(error)}")
 
     def _session_from_record(self, key: str, value: Any) -> ChatSessionMeta | None:
         """The session a stored record holds, or None (quarantined) when it cannot be read."""
