@@ -135,6 +135,117 @@ async def case_a_damaged_record_is_quarantined_and_start_up_goes_on(open_system)
     assert await _contents(await open_system(clock=Clock(), **QUIET), sid) == ["fine"]
 
 
+def _nested(levels):
+    value = "bottom"
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+async def case_input_nested_too_deep_is_refused_and_stored_records_are_quarantined(open_system):
+    """Hostile nesting never surfaces as a RecursionError: input is refused naming its
+    field and the bound, with nothing stored; a record nested that deep that something
+    else wrote is quarantined, and start-up and catch-ups go on."""
+    from airi_memory.models import MAX_FIELD_DEPTH
+    from airi_memory.storage.values import MAX_VALUE_DEPTH
+
+    here = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    there = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await here.sessions.create_session())["sessionId"]
+    await _say(here, sid, "m0")
+    keys_before = sorted(await here.storage.get_keys())
+    deep = _nested(10_000)
+    value_bound, field_bound = f"{MAX_VALUE_DEPTH} levels", f"{MAX_FIELD_DEPTH} levels"
+    refused = {
+        "storage.setItem": (["notes:x", {"a": deep}], ["notes:x", value_bound]),
+        "storage.setItems": ([[{"key": "notes:x", "value": deep}]], ["notes:x", value_bound]),
+        "context.setUserProfile": ([{"a": deep}], [value_bound]),
+        "sessions.addMessage": ([sid, {"role": "user", "x": deep}], ["message.x.a", field_bound]),
+        "context.ingest": (
+            [{"sourceType": "t", "sourceId": "i", "content": deep}],
+            ["context.content.a", field_bound],
+        ),
+    }
+    for method, (args, words) in refused.items():
+        reply = await here.dispatch(method, args)
+        assert not reply["ok"] and reply["error"]["name"] == "InvalidValueError", (method, reply)
+        for word in words:
+            assert word in reply["error"]["message"], (method, word, reply["error"]["message"])
+    assert sorted(await here.storage.get_keys()) == keys_before
+    assert await here.context.entries() == []
+
+    await there.sessions.load_session_messages(sid)  # the other tab has m0 in its mirror
+    await _say(here, sid, "m1")
+    await here.sessions.snapshot()
+    await _say(here, sid, "m2")
+    await here.sessions.snapshot()  # the journal the other tab needs is pruned
+    local = here.storage.mount_driver("local")  # beneath the API, as another tool writes
+    m0_key = sorted(await local.get_keys("memory:messages"))[0]
+    text = '{"a":' * 10_000 + "0" + "}" * 10_000
+    await local.set_item(m0_key, text)  # where m0 was
+    await local.set_item("memory:sessions:deep", text)
+    await local.set_item(f"memory:messages:{sid}:000000000007-zzzz", text)
+    await there.sessions.sync()  # so it rebuilds from the records, comparing each
+    assert there.sessions.stats()["journal"]["rebuilds"] == 1
+    assert await _contents(there, sid) == ["m1", "m2"]
+    for key in await local.get_keys("memory:snapshot"):  # a restart then reads every record
+        await local.remove_item(key)
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert await _contents(restarted, sid) == ["m1", "m2"]
+    for tab in (there, restarted):
+        quarantined = {q["key"]: q["reason"] for q in tab.sessions.stats()["quarantined"]}
+        assert sorted(quarantined) == sorted(
+            [
+                f"local:{m0_key}",
+                "local:memory:sessions:deep",
+                f"local:memory:messages:{sid}:000000000007-zzzz",
+            ]
+        )
+        assert f"{MAX_VALUE_DEPTH} levels" in quarantined[f"local:{m0_key}"]
+    assert await local.get_item(m0_key) == text  # kept where it was, untouched
+
+
+async def case_a_row_duckdb_refuses_is_quarantined_and_the_rest_reach_the_mirror(open_system):
+    """A record DuckDB will not hold (a time beyond BIGINT, written by another tool) is
+    left out of the mirror and reported; the rows buffered with it, every later write and
+    a restart all reach the mirror. The record itself stays in the store, untouched."""
+    import json
+
+    here = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    there = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await here.sessions.create_session())["sessionId"]
+    await _say(here, sid, "m0")
+    await there.sessions.load_session_messages(sid)
+    await _say(here, sid, "m1", "m2", "m3", "m4", "m5", "m6")  # one columnar flush there
+    local = here.storage.mount_driver("local")  # beneath the API, as another tool writes
+    m3_key = sorted(await local.get_keys("memory:messages"))[3]
+    record = json.loads(await local.get_item(m3_key))
+    assert record["content"] == "m3"
+    damaged = json.dumps({**record, "createdAt": 10**30})
+    await local.set_item(m3_key, damaged)
+    await there.sessions.sync()  # reads the six records the journal names; buffers them
+    assert await _contents(there, sid) == ["m0", "m1", "m2", "m4", "m5", "m6"]
+    await _say(there, sid, "m7")
+    assert await _contents(there, sid) == ["m0", "m1", "m2", "m4", "m5", "m6", "m7"]
+    found = await there.query("SELECT count(*) AS n FROM chat_messages WHERE session_id = ?", [sid])
+    assert found == [{"n": 7}]
+    (quarantined,) = there.sessions.stats()["quarantined"]
+    assert quarantined["key"] == f"local:{m3_key}"
+    assert quarantined["reason"].startswith("DuckDB refused its row")
+    # A session record DuckDB will not hold does not stop a start-up either.
+    session = {**(await here.sessions.get_session(sid)), "sessionId": "far", "updatedAt": 10**30}
+    await local.set_item("memory:sessions:far", json.dumps(session))
+    for local_key in await local.get_keys("memory:snapshot"):  # a restart reads every record
+        await local.remove_item(local_key)
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert await _contents(restarted, sid) == ["m0", "m1", "m2", "m4", "m5", "m6", "m7"]
+    quarantined = {q["key"]: q["reason"] for q in restarted.sessions.stats()["quarantined"]}
+    assert sorted(quarantined) == [f"local:{m3_key}", "local:memory:sessions:far"]
+    assert all(reason.startswith("DuckDB refused its row") for reason in quarantined.values())
+    assert await local.get_item(m3_key) == damaged  # kept where they were, untouched
+    assert json.loads(await local.get_item("memory:sessions:far")) == session
+
+
 async def case_old_sessions_used_in_another_tab_are_not_deleted(open_system):
     clock = Clock()
     here = await open_system(clock=clock, separate_engine=True, **QUIET)

@@ -114,6 +114,42 @@ async def case_bad_messages_are_refused_and_nothing_is_written(open_system):
     assert await system.storage.get_keys("local:memory:messages") == []
 
 
+async def case_a_message_id_already_in_the_session_is_refused(open_system):
+    """Update and delete find a message by its id: two with one id in a session would make
+    them act on either. A repeated id is refused, in this tab or coming from another one,
+    and nothing is written; the same id in another session is fine."""
+    system = await open_system(clock=Clock(), separate_engine=True)
+    s = system.sessions
+    sid = (await s.create_session())["sessionId"]
+    other_sid = (await s.create_session())["sessionId"]
+    first = await s.add_message(sid, {"id": "m1", "role": "user", "content": "first"})
+    sessions_before = (await system.export_sessions())["sessions"]
+    keys_before = sorted(await system.storage.get_keys("local"))
+    again = {"id": "m1", "role": "assistant", "content": "again"}
+    await expect_error(
+        InvalidValueError, s.add_message(sid, again), "message.id", "'m1'", sid, "already exists"
+    )
+    assert (await system.export_sessions())["sessions"] == sessions_before
+    assert sorted(await system.storage.get_keys("local")) == keys_before
+    # Another tab that has not seen m1 yet finds it in the store before writing.
+    other_tab = await open_system(clock=Clock(), separate_engine=True)
+    await other_tab.sessions.load_session_messages(sid)  # it knows the session ...
+    await s.add_message(sid, {"id": "m2", "role": "user", "content": "second"})  # ... not m2
+    await expect_error(
+        InvalidValueError, other_tab.sessions.add_message(sid, {**again, "id": "m2"}), "m2"
+    )
+    assert other_tab.sessions.stats()["journal"]["conflicts"] == 1  # it caught up, then refused
+    assert [m["id"] for m in await s.load_session_messages(sid)] == ["m1", "m2"]
+    assert (await s.add_message(other_sid, again))["id"] == "m1"
+    fork = await s.fork_session({"fromSessionId": sid, "atIndex": 2})
+    assert [m["id"] for m in await s.load_session_messages(fork["sessionId"])] == ["m1", "m2"]
+    await s.delete_message(sid, first["id"])
+    assert (await s.add_message(sid, again))["content"] == "again"  # free again once deleted
+    restarted = await open_system(clock=Clock())
+    messages = await restarted.sessions.load_session_messages(sid)
+    assert [(m["id"], m["content"]) for m in messages] == [("m2", "second"), ("m1", "again")]
+
+
 async def case_update_and_delete_messages(open_system):
     system = await open_system()
     s = system.sessions

@@ -127,6 +127,48 @@ async def case_bad_values_are_refused_and_batch_writes_nothing(storage):
     assert await storage.get_keys("local") == []
 
 
+def _nested(levels, leaf=0):
+    value = leaf
+    for level in range(levels):
+        value = [value] if level % 2 else {"a": value}
+    return value
+
+
+async def case_values_nested_too_deep_are_refused_and_read_back_as_text(storage):
+    """JSON nested deeper than MAX_VALUE_DEPTH is refused when written (the encoder would
+    give out with a RecursionError), and stored text nested that deep (written by
+    another tool) reads back as the text, as destr returns text it cannot parse."""
+    from airi_memory.storage.values import MAX_VALUE_DEPTH
+
+    at_limit = _nested(MAX_VALUE_DEPTH)
+    await storage.set_item("local:at-limit", at_limit)
+    assert await storage.get_item("local:at-limit") == at_limit
+    for levels in (MAX_VALUE_DEPTH + 1, 10_000):
+        writes = [
+            storage.set_item("local:deep", {"a": _nested(levels - 1)}),
+            storage.set_items([("local:ok", 1), ("local:deep", _nested(levels))]),
+            storage.write_batch(sets=[("local:ok", 1)], patches=[("local:deep", _nested(levels))]),
+        ]
+        for write in writes:
+            try:
+                await write
+            except InvalidValueError as error:
+                assert "local:deep" in str(error) and f"{MAX_VALUE_DEPTH} levels" in str(error)
+            else:
+                raise AssertionError(f"a value nested {levels} levels deep was accepted")
+    assert await storage.get_keys("local") == ["local:at-limit"]
+    for levels in (MAX_VALUE_DEPTH + 1, 10_000):
+        text = "[" * levels + "]" * levels
+        await storage.set_item_raw("local:raw-deep", text)
+        assert await storage.get_item("local:raw-deep") == text
+        found = await storage.get_items(["local:raw-deep", "local:at-limit"])
+        assert [item["value"] for item in found] == [text, at_limit]
+        assert dict(await storage.get_all("local:")) == {
+            "local:at-limit": at_limit,
+            "local:raw-deep": text,
+        }
+
+
 async def case_unknown_mounts_are_named(storage):
     try:
         await storage.unmount("nowhere")

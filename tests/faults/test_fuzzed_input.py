@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import given, settings
 
 from airi_memory.storage.keys import MAX_KEY_LENGTH, normalize_key
-from airi_memory.storage.values import destr, stringify
+from airi_memory.storage.values import MAX_VALUE_DEPTH, destr, stringify
 from faults.harness import (
     FAMILY_EXAMPLES,
     FUZZ,
@@ -203,7 +203,18 @@ def value_problem(value: Any) -> str | None:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
         return "not JSON"
+    if _depth(value) > MAX_VALUE_DEPTH:
+        return "nested too deep"
     return None
+
+
+def _depth(value: Any) -> int:
+    """Levels of lists and objects (the fuzzed values nest a few hundred at most)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list | tuple):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
 
 
 def expected_read(value: Any) -> Any:
@@ -375,6 +386,11 @@ async def check_add_message(harness: Harness, case: Case) -> None:
     session_id = harness.session_id
     args = [session_id if arg == "SESSION" else arg for arg in case.args]
     before = await harness.state()
+    message = args[1]
+    if case.expect == "accept" and isinstance(message, dict) and "id" in message:
+        (entry,) = [e for e in before["export"]["sessions"] if e["meta"]["sessionId"] == session_id]
+        if any(stored["id"] == message["id"] for stored in entry["messages"]):
+            case = Case(case.args, "refuse", ("message.id",), "an id the session holds already")
     reply = await harness.call("sessions.addMessage", *args)
     if not reply["ok"]:
         await refused_and_untouched(harness, case, reply, before)

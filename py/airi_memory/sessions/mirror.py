@@ -5,18 +5,21 @@ follow the seed's indexes (userId, characterId, updatedAt, createdAt; sessionId,
 createdAt, role); the full JSON rides along in ``body`` so reads never go back to
 IndexedDB. Appends are buffered and flushed in one columnar insert before the next read
 (write-behind), so adding a message costs no DuckDB round trip on the caller's path.
+A row DuckDB refuses never holds up the rows around it: it is left out and reported.
 """
 
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from ..errors import SqlEngineStoppedError
 from ..models import ChatHistoryItem, ChatSessionMeta
 from ..search.text import fold, term_counts, term_id
 from ..sql import SqlEngine
+from ..storage.values import MAX_VALUE_DEPTH, nested_too_deep
 
 TAG_SEPARATOR = "\x1f"
 SMALL_FLUSH = 4  # up to this many rows, single-row inserts beat a columnar batch
@@ -51,6 +54,10 @@ SESSION_COLUMNS = (
 )
 MESSAGE_COLUMNS = "doc, id, session_id, record, seq, role, created_at, chars, terms, folded, body"
 TERM_COLUMNS = "doc, term, tf"
+Row = TypeVar("Row")
+# Told of a row DuckDB refused: (session id, record name or None for the session's row,
+# DuckDB's error).
+Refused = Callable[[str, str | None, BaseException], None]
 
 
 def _tags(tags: Sequence[str]) -> str:
@@ -81,7 +88,13 @@ def message_row(session_id: str, record: str, item: ChatHistoryItem) -> MessageR
 def stored_message_row(session_id: str, record: str, body: str) -> MessageRow:
     """A mirror row from a stored record's JSON text, without re-validating it: only
     the fields the row needs are checked (ValueError naming the first bad one)."""
-    message = json.loads(body)
+    too_deep = f"a message record nested more than {MAX_VALUE_DEPTH} levels deep"
+    try:
+        message = json.loads(body)
+    except RecursionError:  # deeper than Python parses, so deeper than anything we write
+        raise ValueError(too_deep) from None
+    if nested_too_deep(message, body):
+        raise ValueError(too_deep)
     if not isinstance(message, dict):
         raise ValueError("a message record must hold a JSON object")
     for name, kind in (("id", str), ("role", str), ("createdAt", int)):
@@ -122,9 +135,14 @@ def _columns(names: str, rows: Iterable[list[Any]]) -> dict[str, list[Any]]:
     return columns
 
 
+def _raise_refusal(session_id: str, record: str | None, error: BaseException) -> None:
+    raise error  # nobody to report it to: never left out silently
+
+
 class SessionMirror:
     def __init__(self, sql: SqlEngine) -> None:
         self.sql = sql
+        self.on_refused: Refused = _raise_refusal  # the store quarantines the record
         self._pending_sessions: dict[str, ChatSessionMeta] = {}
         self._pending_messages: list[MessageRow] = []
         # A read that arrives while another read's flush is still writing must wait for
@@ -142,16 +160,57 @@ class SessionMirror:
     async def load(self, sessions: list[list[Any]], messages: list[MessageRow]) -> None:
         """Bulk-load rows of sessions not yet in the mirror (start-up, import) by column."""
         await self.flush()
-        if sessions:
-            await self.sql.insert_columns("chat_sessions", _columns(SESSION_COLUMNS, sessions))
+        await self._insert_sessions(sessions)
         await self._insert_messages(messages)
 
+    async def _insert_sessions(self, rows: list[list[Any]]) -> None:
+        async def insert(part: Sequence[list[Any]]) -> None:
+            await self._insert("chat_sessions", SESSION_COLUMNS, list(part))
+
+        async def undo(part: Sequence[list[Any]]) -> None:
+            await self._delete_session_rows([row[0] for row in part])
+
+        await self._insert_apart(rows, insert, undo, lambda row: (row[0], None))
+
     async def _insert_messages(self, rows: list[MessageRow]) -> None:
-        if rows:
-            for row in rows:
-                row.values[0], self._next_doc = self._next_doc, self._next_doc + 1
-            await self._insert("chat_messages", MESSAGE_COLUMNS, [r.values for r in rows])
-            await self._insert("search_terms", TERM_COLUMNS, _term_rows(rows))
+        for row in rows:
+            row.values[0], self._next_doc = self._next_doc, self._next_doc + 1
+
+        async def insert(part: Sequence[MessageRow]) -> None:
+            await self._insert("chat_messages", MESSAGE_COLUMNS, [r.values for r in part])
+            await self._insert("search_terms", TERM_COLUMNS, _term_rows(part))
+
+        async def undo(part: Sequence[MessageRow]) -> None:
+            span = [part[0].values[0], part[-1].values[0]]  # numbered in a row, just now
+            for table in ("search_terms", "chat_messages"):
+                await self.sql.execute(f"DELETE FROM {table} WHERE doc BETWEEN ? AND ?", span)
+
+        await self._insert_apart(rows, insert, undo, lambda row: (row.values[2], row.values[3]))
+
+    async def _insert_apart(
+        self,
+        rows: Sequence[Row],
+        insert: Callable[[Sequence[Row]], Awaitable[None]],
+        undo: Callable[[Sequence[Row]], Awaitable[None]],
+        where: Callable[[Row], tuple[str, str | None]],
+    ) -> None:
+        """Insert ``rows`` in one go; when DuckDB refuses, undo what got in and halve the
+        batch until each refused row stands alone: it is left out and reported through
+        ``on_refused``, every other row inserted. A stopped engine is no row's fault."""
+        if not rows:
+            return
+        try:
+            await insert(rows)
+        except SqlEngineStoppedError:
+            raise
+        except Exception as error:
+            await undo(rows)
+            if len(rows) == 1:
+                self.on_refused(*where(rows[0]), error)
+                return
+            middle = len(rows) // 2
+            await self._insert_apart(rows[:middle], insert, undo, where)
+            await self._insert_apart(rows[middle:], insert, undo, where)
 
     async def resume_numbering(self) -> None:
         """After a snapshot was imported: new rows continue after its highest ``doc``."""
@@ -208,7 +267,7 @@ class SessionMirror:
             sessions = [session_row(meta) for meta in metas]
             if sessions:
                 await self._delete_session_rows([row[0] for row in sessions])
-                await self._insert("chat_sessions", SESSION_COLUMNS, sessions)
+                await self._insert_sessions(sessions)
             await self._insert_messages(messages)
 
     async def _insert(self, table: str, columns: str, rows: list[list[Any]]) -> None:

@@ -68,7 +68,7 @@ def _same_json(body: str, stored: Any) -> bool:
     try:
         text = stored.decode("utf-8") if isinstance(stored, bytes) else stored
         return json.loads(body) == (json.loads(text) if isinstance(text, str) else text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep: not the same
         return False
 
 
@@ -91,6 +91,7 @@ class SessionStore:
         # Told of every write (indexers), and whether it may have deleted messages.
         self.write_listeners: list[Callable[[bool], None]] = []
         self.mirror = mirror
+        mirror.on_refused = self._refused_by_mirror
         self.user_id = user_id
         self.cache = cache
         self.clock = clock
@@ -135,6 +136,14 @@ class SessionStore:
     # --- reading the durable records ----------------------------------------------
     def _quarantine(self, key: str, error: BaseException | str) -> None:
         self.quarantined[key] = error if isinstance(error, str) else _error_text(error)
+
+    def _refused_by_mirror(self, session_id: str, record: str | None, error: BaseException) -> None:
+        """A row DuckDB would not take: its record stays in the store, untouched, out of
+        the mirror, and is reported like a record that cannot be read."""
+        key = records.session_key(session_id)
+        if record is not None:
+            key = records.message_key(session_id, record)
+        self._quarantine(key, f"DuckDB refused its row: {_error_text(error)}")
 
     def _session_from_record(self, key: str, value: Any) -> ChatSessionMeta | None:
         """The session a stored record holds, or None (quarantined) when it cannot be read."""
@@ -761,6 +770,9 @@ class SessionStore:
     # --- messages -----------------------------------------------------------------
     async def add_message(self, session_id: str, message: Any) -> dict[str, Any]:
         item = validate_or_raise(ChatHistoryItem, message, "message")
+        # Only an id the caller chose can repeat one; ours are 126 random bits, and
+        # looking costs a DuckDB round trip that appending otherwise never pays.
+        chosen_id = isinstance(message, dict) and "id" in message
         await self.ensure_session(session_id)
 
         async def attempt() -> dict[str, Any]:
@@ -768,6 +780,11 @@ class SessionStore:
             # deleted the session) since we last looked, we catch up and number again,
             # so messages are numbered in the order they commit, in every tab.
             meta = await self._session_in_queue(session_id)
+            if chosen_id and await self.mirror.records_of(session_id, [item.id]):
+                raise InvalidValueError(
+                    f"invalid ChatHistoryItem field 'message.id': {item.id!r} already exists "
+                    f"in session {session_id!r}"
+                )
             seq = self._next_seq.get(session_id, 0)
             record = records.record_name(seq, self.writer)
             now = self._next_updated_at(meta)

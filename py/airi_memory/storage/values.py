@@ -4,6 +4,11 @@
 objects and arrays as JSON. ``get_item`` parses like ``destr`` 2.0.5, the parser
 unstorage uses, so that ``"5"`` reads back as ``5`` on both sides: the same surprise
 unstorage users already live with, but the two libraries never disagree.
+
+One bound of our own: lists and objects nest at most ``MAX_VALUE_DEPTH`` levels. Deeper
+input is refused (Python's JSON encoder would give out with a RecursionError); deeper
+stored text, which only something else can have written, reads back as the text itself,
+as destr returns any text it cannot parse.
 """
 
 import json
@@ -13,6 +18,9 @@ from typing import Any
 
 from ..errors import InvalidValueError
 
+# Far above any JSON a person designs, far below the depth where Python's recursive JSON
+# encoder and parser (and the walks over their results) exhaust the stack, in Pyodide too.
+MAX_VALUE_DEPTH = 128
 _JSON_SIGNATURE = re.compile(r'^\s*["\[{]|^\s*-?\d{1,16}(\.\d{1,17})?([Ee][+-]?\d+)?\s*$')
 _SPECIAL_WORDS: dict[str, Any] = {
     "true": True,
@@ -49,6 +57,10 @@ def stringify(value: Any, key: str) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, dict | list | tuple):
+        if nested_too_deep(value):
+            raise InvalidValueError(
+                f"value for key {key!r} is nested more than {MAX_VALUE_DEPTH} levels deep"
+            )
         try:
             return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         except (TypeError, ValueError) as error:
@@ -73,9 +85,28 @@ def destr(value: Any) -> Any:
         return value
     try:
         parsed = json.loads(value, parse_constant=_reject_constant)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
+        return value
+    if nested_too_deep(parsed, value):
         return value
     return _drop_prototype_keys(parsed)
+
+
+def nested_too_deep(value: Any, text: str | None = None) -> bool:
+    """Whether lists and objects in ``value`` nest more than ``MAX_VALUE_DEPTH`` levels.
+    Iterative, so hostile nesting cannot exhaust the stack; given the JSON ``text`` it
+    was parsed from, a count of its brackets settles most values without the walk."""
+    if text is not None and text.count("[") + text.count("{") <= MAX_VALUE_DEPTH:
+        return False
+    containers = dict | list | tuple
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, containers) else []
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > MAX_VALUE_DEPTH:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, containers))
+    return False
 
 
 def _reject_constant(name: str) -> None:
