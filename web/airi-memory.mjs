@@ -265,6 +265,31 @@ async function runAppCall(worker, appFunctions, { appCall, name, payload }) {
   }
 }
 
+function invalidArguments(method, why) {
+  return Object.assign(new Error(`the arguments of ${method} cannot be sent to the worker: ${why}`), {
+    name: "InvalidValueError",
+  });
+}
+
+// Above every bound the core sets on input (128 levels for stored values), far below the
+// depths at which copying to the worker or Pyodide's conversion exhausts a stack (a few
+// thousand levels): there the call would be lost without an answer.
+const MAX_ARGUMENT_DEPTH = 200;
+
+/** Whether arrays and plain objects in `value` nest deeper than `limit`; no recursion. */
+function nestsDeeperThan(value, limit) {
+  const stack = [[value, 0]];
+  while (stack.length) {
+    const [item, depth] = stack.pop();
+    if (item === null || typeof item !== "object" || ArrayBuffer.isView(item)) continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(item) ? item : Object.values(item)) {
+      if (child !== null && typeof child === "object") stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
 function connect(worker, events, appFunctions) {
   const pending = new Map();
   let nextId = 0;
@@ -297,10 +322,21 @@ function connect(worker, events, appFunctions) {
   return {
     send(message) {
       if (closedError) return Promise.reject(closedError);
+      if (nestsDeeperThan(message.args, MAX_ARGUMENT_DEPTH)) {
+        const why = `they are nested more than ${MAX_ARGUMENT_DEPTH} levels deep`;
+        return Promise.reject(invalidArguments(message.method, why));
+      }
       const id = ++nextId;
       return new Promise((resolve, reject) => {
         pending.set(id, { resolve, reject });
-        worker.postMessage({ id, ...message });
+        try {
+          worker.postMessage({ id, ...message });
+        } catch (error) {
+          // The arguments cannot be copied to the worker: functions, DOM nodes (DataCloneError)
+          // or nesting deeper than the browser copies (RangeError).
+          pending.delete(id);
+          reject(error?.name === "DataCloneError" ? invalidArguments(message.method, error.message) : error);
+        }
       });
     },
     close() {

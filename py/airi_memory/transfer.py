@@ -6,7 +6,6 @@ file is someone else's data: its size in bytes, its nesting, its counts and ever
 record in it are bounded before anything is kept.
 """
 
-import json
 from typing import Any
 
 from .errors import InvalidValueError
@@ -21,6 +20,7 @@ from .models import (
     validate_or_raise,
 )
 from .sessions import SessionStore
+from .storage.values import NestedTooDeepError, loads
 
 EXPORT_VERSION = "1.0.0"
 AIRI_FORMAT = "chat-sessions-index:v1"
@@ -54,8 +54,8 @@ def _bounded(data: Any, max_bytes: int) -> Any:
         if len(data) > max_bytes or len(data.encode("utf-8", "surrogatepass")) > max_bytes:
             raise InvalidValueError(too_big)
         try:
-            data = json.loads(data)
-        except RecursionError:
+            data = loads(data, MAX_IMPORT_DEPTH)
+        except NestedTooDeepError:
             raise InvalidValueError(
                 f"the import file is nested more than {MAX_IMPORT_DEPTH} levels deep"
             ) from None

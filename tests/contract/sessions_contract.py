@@ -138,8 +138,11 @@ async def case_a_message_id_already_in_the_session_is_refused(open_system):
     await expect_error(
         InvalidValueError, other_tab.sessions.add_message(sid, {**again, "id": "m2"}), "m2"
     )
-    assert other_tab.sessions.stats()["journal"]["conflicts"] == 1  # it caught up, then refused
-    assert [m["id"] for m in await s.load_session_messages(sid)] == ["m1", "m2"]
+    # It caught up (after a guard conflict, or before writing when it had to look in the
+    # store anyway: how often depends on the engine's timing), then refused.
+    assert other_tab.sessions.stats()["journal"]["conflicts"] <= 1
+    ids = [m["id"] for m in await s.load_session_messages(sid)]
+    assert ids == ["m1", "m2"], ids
     assert (await s.add_message(other_sid, again))["id"] == "m1"
     fork = await s.fork_session({"fromSessionId": sid, "atIndex": 2})
     assert [m["id"] for m in await s.load_session_messages(fork["sessionId"])] == ["m1", "m2"]
@@ -147,7 +150,8 @@ async def case_a_message_id_already_in_the_session_is_refused(open_system):
     assert (await s.add_message(sid, again))["content"] == "again"  # free again once deleted
     restarted = await open_system(clock=Clock())
     messages = await restarted.sessions.load_session_messages(sid)
-    assert [(m["id"], m["content"]) for m in messages] == [("m2", "second"), ("m1", "again")]
+    found = [(m["id"], m["content"]) for m in messages]
+    assert found == [("m2", "second"), ("m1", "again")], found
 
 
 async def case_update_and_delete_messages(open_system):

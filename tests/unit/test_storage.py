@@ -101,3 +101,17 @@ def test_fs_driver_writes_files_in_unstorage_fs_layout(tmp_path):
     asyncio.run(storage.set_item("local:chat/sessions/s1", {"id": "s1"}))
     assert (tmp_path / "chat" / "sessions" / "s1").read_text() == '{"id":"s1"}'
     assert not list(tmp_path.rglob(".tmp-*"))
+
+
+def test_json_text_nested_too_deep_is_refused_before_it_is_parsed():
+    """In Pyodide, json.loads of text nested ~10,000 deep kills the interpreter for good:
+    every JSON text the core reads is measured first, brackets inside strings aside."""
+    from airi_memory.storage.values import NestedTooDeepError, json_depth, loads
+
+    assert json_depth('{"a": [1, {"b": "[[[[{{{{"}], "c": "\\"]]]"}') == 3
+    assert loads('["[[[[[[", ' + "[" * 5 + "]" * 5 + "]", max_depth=6) == ["[[[[[[", [[[[[]]]]]]
+    with pytest.raises(NestedTooDeepError, match="more than 6 levels"):
+        loads("[" * 7 + "]" * 7, max_depth=6)
+    with pytest.raises(ValueError):  # a NestedTooDeepError is a ValueError: "not JSON"
+        loads('{"a":' * 100_000 + "0" + "}" * 100_000)
+    assert loads(b'{"x": [1]}') == {"x": [1]}

@@ -17,6 +17,7 @@ from ..search.local_embedder import LocalEmbedder
 from ..sql.wasm import WasmDuckDb
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
 from ..storage.indexeddb import IndexedDbDriver, to_python
+from ..storage.values import loads
 
 
 class BrowserApi:
@@ -40,7 +41,7 @@ def _app_caller(call_app: Any) -> AppCall:
 
     async def call(name: str, payload: Any) -> Any:
         reply = await call_app(name, json.dumps(payload, ensure_ascii=False))
-        return None if reply is None else json.loads(reply)
+        return None if reply is None else loads(reply)
 
     return call
 

@@ -26,6 +26,7 @@ from ..context.tokens import message_token_text
 from ..errors import InvalidValueError
 from ..sessions import SessionStore
 from ..storage.driver import native_bytes
+from ..storage.values import loads
 from .embeddings import Embedder
 from .filters import Scope
 from .messages import by_doc, hit
@@ -63,7 +64,7 @@ def encode_batch(keys: list[VectorKey], codes: bytes, scales: bytes, dimensions:
 def decode_batch(data: bytes) -> tuple[list[VectorKey], bytes, bytes, int]:
     """(keys, codes, scales, dimensions). Batches stored before int8 hold float32s."""
     (size,) = struct.unpack_from("<I", data)
-    header = json.loads(data[4 : 4 + size])
+    header = loads(data[4 : 4 + size])
     keys = [tuple(key) for key in header["keys"]]
     dims, payload = int(header["dimensions"]), data[4 + size :]
     if header.get("encoding") != "int8":
@@ -266,7 +267,7 @@ class VectorIndex:
             # The words as written (the folded column drops accents some languages need).
             # Batches of similar lengths: a batch is padded to its longest text.
             rows = [
-                (sid, record, text_hash, message_token_text(json.loads(body)))
+                (sid, record, text_hash, message_token_text(loads(body)))
                 for sid, record, text_hash, body in window.tuples()
             ]
             rows.sort(key=lambda row: len(row[3]))

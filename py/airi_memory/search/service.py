@@ -8,7 +8,6 @@ messages. Every score is in [0, 1] and ``threshold`` applies to it. Filters are 
 in SQL before anything is ranked.
 """
 
-import json
 import math
 import time
 from typing import Any, Literal, Protocol
@@ -18,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 from ..errors import InvalidValueError
 from ..models import DAY_MS, lone_surrogate_path, validate_or_raise
 from ..sessions import SessionStore
+from ..storage.values import loads
 from . import keyword
 from .filters import Scope, SearchFilters, scope
 
@@ -161,7 +161,7 @@ class Searcher:
         key = (hit["sessionId"], hit["record"])
         entry = found.setdefault(
             key,
-            {"sessionId": hit["sessionId"], "message": json.loads(hit["body"]), "ranks": {},
+            {"sessionId": hit["sessionId"], "message": loads(hit["body"]), "ranks": {},
              "scores": {}, "matchedTerms": []},
         )  # fmt: skip
         entry["ranks"][retriever] = rank
@@ -227,4 +227,4 @@ class Searcher:
         filters = validate_or_raise(SearchFilters, opts.get("filters") or {}, "filters")
         await self.sessions.mirror.flush()
         hits = await keyword.substring(self.sessions.mirror.sql, query, self._scope(filters), limit)
-        return [{"sessionId": h["sessionId"], "message": json.loads(h["body"])} for h in hits]
+        return [{"sessionId": h["sessionId"], "message": loads(h["body"])} for h in hits]

@@ -19,7 +19,7 @@ from ..errors import SqlEngineStoppedError
 from ..models import ChatHistoryItem, ChatSessionMeta
 from ..search.text import fold, term_counts, term_id
 from ..sql import SqlEngine
-from ..storage.values import MAX_VALUE_DEPTH, nested_too_deep
+from ..storage.values import MAX_VALUE_DEPTH, NestedTooDeepError, loads
 
 TAG_SEPARATOR = "\x1f"
 SMALL_FLUSH = 4  # up to this many rows, single-row inserts beat a columnar batch
@@ -88,13 +88,12 @@ def message_row(session_id: str, record: str, item: ChatHistoryItem) -> MessageR
 def stored_message_row(session_id: str, record: str, body: str) -> MessageRow:
     """A mirror row from a stored record's JSON text, without re-validating it: only
     the fields the row needs are checked (ValueError naming the first bad one)."""
-    too_deep = f"a message record nested more than {MAX_VALUE_DEPTH} levels deep"
     try:
-        message = json.loads(body)
-    except RecursionError:  # deeper than Python parses, so deeper than anything we write
-        raise ValueError(too_deep) from None
-    if nested_too_deep(message, body):
-        raise ValueError(too_deep)
+        message = loads(body)
+    except NestedTooDeepError:  # deeper than anything we write
+        raise ValueError(
+            f"a message record nested more than {MAX_VALUE_DEPTH} levels deep"
+        ) from None
     if not isinstance(message, dict):
         raise ValueError("a message record must hold a JSON object")
     for name, kind in (("id", str), ("role", str), ("createdAt", int)):
@@ -335,7 +334,7 @@ class SessionMirror:
             sql += " OFFSET ?"
             params.append(offset)
         result = await self.query(sql, params)
-        return [json.loads(body) for body in result.column("body")]
+        return [loads(body) for body in result.column("body")]
 
     async def latest_messages(self, session_id: str, limit: int) -> list[dict[str, Any]]:
         result = await self.query(
@@ -343,7 +342,7 @@ class SessionMirror:
             "ORDER BY seq DESC, record DESC LIMIT ?) ORDER BY seq, record",
             [session_id, limit],
         )
-        return [json.loads(body) for body in result.column("body")]
+        return [loads(body) for body in result.column("body")]
 
     async def message(self, session_id: str, message_id: str) -> tuple[str, dict[str, Any]] | None:
         """(record name, message) of one message by id, or None."""
@@ -354,7 +353,7 @@ class SessionMirror:
         if not len(result):
             return None
         record, body = result.tuples()[0]
-        return record, json.loads(body)
+        return record, loads(body)
 
     async def records_of(self, session_id: str, message_ids: Sequence[str]) -> list[str]:
         """Record names of the named messages of a session (those that exist)."""

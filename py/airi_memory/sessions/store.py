@@ -30,6 +30,7 @@ from ..models import (
 )
 from ..storage import Storage
 from ..storage.driver import Guard, LogAppend, log_number, parse_head
+from ..storage.values import loads
 from . import records
 from .cache import MessageCache
 from .journal import JOURNAL, JOURNAL_HEAD, SNAPSHOT, SNAPSHOT_COVERS, Journal, snapshot_key
@@ -67,8 +68,8 @@ def _same_json(body: str, stored: Any) -> bool:
     """Whether a mirror row's body holds the same JSON as a stored record."""
     try:
         text = stored.decode("utf-8") if isinstance(stored, bytes) else stored
-        return json.loads(body) == (json.loads(text) if isinstance(text, str) else text)
-    except (ValueError, RecursionError):  # not JSON, or nested too deep: not the same
+        return loads(body) == (loads(text) if isinstance(text, str) else text)
+    except ValueError:  # not JSON, or nested too deep: not the same
         return False
 
 

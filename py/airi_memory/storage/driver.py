@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import WriteConflictError
+from .values import loads
 
 LOG_DIGITS = 16
 _LOG_NUMBER = re.compile(rf"^\d{{{LOG_DIGITS}}}$")
@@ -33,7 +34,7 @@ class Guard:
         if self.field is None:
             return stored is not None
         try:
-            value = json.loads(stored) if isinstance(stored, str) else None
+            value = loads(stored) if isinstance(stored, str) else None
         except ValueError:
             value = None
         found = value.get(self.field) if isinstance(value, dict) else None
@@ -73,7 +74,7 @@ def parse_head(stored: Any) -> dict[str, int] | None:
     if stored is None:
         return None
     try:
-        value = json.loads(stored) if isinstance(stored, str) else stored
+        value = loads(stored) if isinstance(stored, str) else stored
     except ValueError:
         value = None
     head = {"last": 0, "pruned": 0}
@@ -212,12 +213,12 @@ class Driver(ABC):
 def merge_json_object(stored: Any, patch: str) -> str | None:
     """``stored`` (JSON text of an object) with ``patch``'s fields over it, or None."""
     try:
-        current = json.loads(stored) if isinstance(stored, str) else None
+        current = loads(stored) if isinstance(stored, str) else None
     except ValueError:
         return None
     if not isinstance(current, dict):
         return None
-    return json.dumps({**current, **json.loads(patch)}, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps({**current, **loads(patch)}, ensure_ascii=False, separators=(",", ":"))
 
 
 def native_bytes(value: Any) -> bytes:

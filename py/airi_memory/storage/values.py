@@ -8,7 +8,9 @@ unstorage users already live with, but the two libraries never disagree.
 One bound of our own: lists and objects nest at most ``MAX_VALUE_DEPTH`` levels. Deeper
 input is refused (Python's JSON encoder would give out with a RecursionError); deeper
 stored text, which only something else can have written, reads back as the text itself,
-as destr returns any text it cannot parse.
+as destr returns any text it cannot parse. Every JSON text the core parses goes through
+``loads``, which measures the nesting first: in Pyodide, ``json.loads`` of text nested
+some thousands deep overflows the WebAssembly stack and kills the interpreter for good.
 """
 
 import json
@@ -72,6 +74,37 @@ def stringify(value: Any, key: str) -> str:
     )
 
 
+class NestedTooDeepError(ValueError):
+    """JSON text nested deeper than its reader allows; refused before it is parsed."""
+
+
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def json_depth(text: str) -> int:
+    """How deep lists and objects nest in JSON ``text``, brackets in strings aside,
+    counted without recursion."""
+    depth = deepest = 0
+    for bracket in _JSON_BRACKET.findall(_JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def loads(text: str | bytes, max_depth: int = MAX_VALUE_DEPTH, **options: Any) -> Any:
+    """``json.loads``, refusing text nested more than ``max_depth`` levels
+    (NestedTooDeepError, a ValueError) before the recursive parser sees it."""
+    if isinstance(text, bytes | bytearray):
+        text = text.decode("utf-8")
+    if text.count("[") + text.count("{") > max_depth and json_depth(text) > max_depth:
+        raise NestedTooDeepError(f"JSON text nested more than {max_depth} levels deep")
+    return json.loads(text, **options)
+
+
 def destr(value: Any) -> Any:
     """destr 2.0.5 (non-strict): parse stored text the way unstorage's ``getItem`` does."""
     if not isinstance(value, str):
@@ -84,20 +117,15 @@ def destr(value: Any) -> Any:
     if not _JSON_SIGNATURE.search(value):
         return value
     try:
-        parsed = json.loads(value, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
-        return value
-    if nested_too_deep(parsed, value):
+        parsed = loads(value, parse_constant=_reject_constant)
+    except ValueError:  # not JSON, or nested deeper than MAX_VALUE_DEPTH
         return value
     return _drop_prototype_keys(parsed)
 
 
-def nested_too_deep(value: Any, text: str | None = None) -> bool:
-    """Whether lists and objects in ``value`` nest more than ``MAX_VALUE_DEPTH`` levels.
-    Iterative, so hostile nesting cannot exhaust the stack; given the JSON ``text`` it
-    was parsed from, a count of its brackets settles most values without the walk."""
-    if text is not None and text.count("[") + text.count("{") <= MAX_VALUE_DEPTH:
-        return False
+def nested_too_deep(value: Any) -> bool:
+    """Whether lists and objects in ``value`` nest more than ``MAX_VALUE_DEPTH`` levels,
+    walked without recursion, so hostile nesting cannot exhaust the stack."""
     containers = dict | list | tuple
     stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, containers) else []
     while stack:
