@@ -13,9 +13,11 @@ from browser_flags import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402, F401 (re-expor
 _spec = importlib.util.spec_from_file_location("airi_serve", ROOT / "build" / "serve.py")
 serve = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(serve)
-BOOT = """async () => {
+# page.evaluate(BOOT) boots the defaults; page.evaluate(BOOT, {...}) adds or overrides
+# options (Playwright passes None as null, and spreading null adds nothing).
+BOOT = """async (options) => {
     const { createMemorySystem } = await import('/airi-memory.mjs');
-    window.memory = await createMemorySystem({ userId: 'bench', diagnostics: true });
+    window.memory = await createMemorySystem({ userId: 'bench', diagnostics: true, ...options });
     return { ready: memory.ready, phases: memory.bootPhases };
 }"""
 
