@@ -39,6 +39,19 @@ def summarise(name: str, values: list[float], unit: str = "ms") -> dict:
     }
 
 
+def ratio(name: str, numerator: dict, denominator: dict) -> dict:
+    """How many times one row's timings are another's, at the median, the p95 and the best,
+    as a row of its own (unit "x") so the table and the JSON keep one shape."""
+    return {
+        "scenario": name,
+        "n": min(numerator["n"], denominator["n"]),
+        "median": numerator["median"] / denominator["median"],
+        "p95": numerator["p95"] / denominator["p95"],
+        "min": numerator["min"] / denominator["min"],
+        "unit": "x",
+    }
+
+
 def blank_page(context, base_url: str):
     """An empty page of the dist's origin (served by Playwright, dist/ stays as built)."""
     page = context.new_page()
@@ -69,7 +82,8 @@ const makeExport = function (sessions, perSession, offset = 0) {
 def print_table(rows: list[dict]) -> None:
     print(f"{'scenario':<52} {'n':>4} {'median':>10} {'p95':>10} {'min':>10}")
     for row in rows:
+        digits = 2 if row["unit"] == "x" else 1  # ratios near 1 need the second digit
         print(
-            f"{row['scenario']:<52} {row['n']:>4} {row['median']:>8.1f}{row['unit']} "
-            f"{row['p95']:>8.1f}{row['unit']} {row['min']:>8.1f}{row['unit']}"
+            f"{row['scenario']:<52} {row['n']:>4} {row['median']:>8.{digits}f}{row['unit']} "
+            f"{row['p95']:>8.{digits}f}{row['unit']} {row['min']:>8.{digits}f}{row['unit']}"
         )
