@@ -82,11 +82,7 @@ def run(browser, base_url: str) -> list[dict]:
     for _ in range(3):
         context = browser.new_context()
         page = blank_page(context, base_url)
-        page.evaluate(
-            BOOT.replace(
-                "{ userId: 'bench' }", "{ userId: 'bench', retention: { enabled: false } }"
-            )
-        )
+        page.evaluate(BOOT, {"retention": {"enabled": False}})
         result = page.evaluate(RETENTION, {"sessions": 10_000})
         assert result["active"] <= 1000 and result["archived"] > 5000, result
         retention[0].append(result["total"])

@@ -13,9 +13,11 @@ from browser_flags import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402, F401 (re-expor
 _spec = importlib.util.spec_from_file_location("airi_serve", ROOT / "build" / "serve.py")
 serve = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(serve)
-BOOT = """async () => {
+# page.evaluate(BOOT) boots the defaults; page.evaluate(BOOT, {...}) adds or overrides
+# options (Playwright passes None as null, and spreading null adds nothing).
+BOOT = """async (options) => {
     const { createMemorySystem } = await import('/airi-memory.mjs');
-    window.memory = await createMemorySystem({ userId: 'bench', diagnostics: true });
+    window.memory = await createMemorySystem({ userId: 'bench', diagnostics: true, ...options });
     return { ready: memory.ready, phases: memory.bootPhases };
 }"""
 
@@ -34,6 +36,19 @@ def summarise(name: str, values: list[float], unit: str = "ms") -> dict:
         "p95": percentile(values, 0.95),
         "min": min(values),
         "unit": unit,
+    }
+
+
+def ratio(name: str, numerator: dict, denominator: dict) -> dict:
+    """How many times one row's timings are another's, at the median, the p95 and the best,
+    as a row of its own (unit "x") so the table and the JSON keep one shape."""
+    return {
+        "scenario": name,
+        "n": min(numerator["n"], denominator["n"]),
+        "median": numerator["median"] / denominator["median"],
+        "p95": numerator["p95"] / denominator["p95"],
+        "min": numerator["min"] / denominator["min"],
+        "unit": "x",
     }
 
 
@@ -67,7 +82,8 @@ const makeExport = function (sessions, perSession, offset = 0) {
 def print_table(rows: list[dict]) -> None:
     print(f"{'scenario':<52} {'n':>4} {'median':>10} {'p95':>10} {'min':>10}")
     for row in rows:
+        digits = 2 if row["unit"] == "x" else 1  # ratios near 1 need the second digit
         print(
-            f"{row['scenario']:<52} {row['n']:>4} {row['median']:>8.1f}{row['unit']} "
-            f"{row['p95']:>8.1f}{row['unit']} {row['min']:>8.1f}{row['unit']}"
+            f"{row['scenario']:<52} {row['n']:>4} {row['median']:>8.{digits}f}{row['unit']} "
+            f"{row['p95']:>8.{digits}f}{row['unit']} {row['min']:>8.{digits}f}{row['unit']}"
         )

@@ -13,6 +13,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 import context_scenarios
+import durability_scenarios
 import search_scenarios
 from harness import (
     BOOT,
@@ -229,7 +230,9 @@ def main() -> None:
     parser.add_argument("--bulk-runs", type=int, default=5)
     parser.add_argument("--bulk-rows", type=int, default=100_000)
     parser.add_argument(
-        "--only", choices=["foundation", "sessions", "context", "search", "embedding"], default=None
+        "--only",
+        choices=["foundation", "sessions", "durability", "context", "search", "embedding"],
+        default=None,
     )
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
     args = parser.parse_args()
@@ -246,6 +249,8 @@ def main() -> None:
             rows += bench_add_message(browser, base_url, args.calls)
             rows += bench_transfer(browser, base_url, 3)
             rows += bench_large_store(browser, base_url, 3, 100)
+        if args.only in (None, "sessions", "durability"):  # durability: also part of "sessions"
+            rows += durability_scenarios.run(browser, base_url, args.calls)
         if args.only in (None, "context"):
             rows += context_scenarios.run(browser, base_url)
         if args.only in (None, "search"):

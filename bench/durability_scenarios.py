@@ -1,0 +1,146 @@
+"""What strict durability costs per chat turn (issue 9): addMessage awaited until it
+resolves, with durability 'strict' (the default: IndexedDB flushed the commit to disk)
+and 'relaxed' (the browser has it), at a session of 10 messages and of 10,000, beside
+the platform's floor, one plain IndexedDB put of a message's JSON text per transaction
+awaited until `complete`, with either durability. All in one browser run.
+
+Each durability has its own memory system in its own browser context (its own profile,
+so its own IndexedDB: the library keeps every userId in one store, so distinct userIds
+would share the journal, the mirror and the snapshots, and a snapshot that one side's
+turns set off would land in the other's timings). Only one system is open at a time:
+each is closed before another is opened. The floor has a context of its own too, its
+database beside neither store, and runs while no system is open.
+
+Machine noise (a 2-core machine) comes in bursts, so strict and relaxed are measured in
+alternating blocks: each round runs a block of each, the order flipping from round to
+round (strict first, then relaxed first, ...); within a block the two session sizes
+alternate turn by turn. The floor's blocks follow the same order after the round's
+memory systems. Background embedding and retention are off: they would write and
+compute beside the turns and blur what durability alone costs. The sessions grow by the
+turns measured (10 becomes about 350), as in the addMessage benchmark.
+"""
+
+from harness import BOOT, MAKE_EXPORT, blank_page, ratio, summarise
+
+DURABILITIES = ("strict", "relaxed")
+SIZES = {"small": 10, "large": 10_000}
+ROUNDS = 4  # even: each durability goes first in half of them
+WARMUP = 10  # turns (and floor puts) per block before timing: the first after a boot are slow
+
+PREFILL = (
+    """
+async () => {"""
+    + MAKE_EXPORT
+    + """
+    const small = (await memory.importSessions(makeExport(1, 10))).sessionIds[0];
+    const large = (await memory.importSessions(makeExport(1, 10000, 1))).sessionIds[0];
+    await memory.sessions.persistSessionMessages('');  // waits for the background snapshot
+    return { small, large };
+}
+"""
+)
+
+TURNS = """async ({ small, large, warmup, start, stop }) => {
+    const time = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
+    const turn = (sessionId, content) => memory.sessions.addMessage(sessionId, { role: 'user', content });
+    for (let i = 0; i < warmup; i++) {
+        await turn(small, `warm-up turn ${i} about the garden`);
+        await turn(large, `warm-up turn ${i} about the garden`);
+    }
+    const times = { small: [], large: [] };
+    for (let i = start; i < stop; i++) {
+        times.small.push(await time(() => turn(small, `new turn ${i} about the garden`)));
+        times.large.push(await time(() => turn(large, `new turn ${i} about the garden`)));
+    }
+    return times;
+}"""
+
+OPEN_FLOOR = """async () => {
+    const request = indexedDB.open('bench-durability-floor');
+    request.onupgradeneeded = () => request.result.createObjectStore('messages');
+    window.floorDb = await new Promise((resolve, reject) => {
+        request.onsuccess = () => resolve(request.result);
+        request.onerror = () => reject(request.error);
+    });
+}"""
+
+# A message as addMessage stores it (id of 21 characters, role, content, createdAt), as
+# JSON text, under a key of its own: one transaction per put, as one per turn.
+FLOOR_PUTS = """async ({ durability, warmup, start, stop }) => {
+    const put = (key, i) => new Promise((resolve, reject) => {
+        const message = { id: `floor${String(i).padStart(16, '0')}`, role: 'user',
+                          content: `new turn ${i} about the garden`, createdAt: Date.now() };
+        const transaction = floorDb.transaction('messages', 'readwrite', { durability });
+        transaction.oncomplete = resolve;
+        transaction.onerror = transaction.onabort = () => reject(transaction.error);
+        transaction.objectStore('messages').put(JSON.stringify(message), key);
+    });
+    for (let i = 0; i < warmup; i++) await put(`${durability}:warm-up:${start}:${i}`, i);
+    const times = [];
+    for (let i = start; i < stop; i++) {
+        const t = performance.now();
+        await put(`${durability}:${i}`, i);
+        times.push(performance.now() - t);
+    }
+    return times;
+}"""
+
+CLOSE = "() => memory.close()"
+
+
+def _options(durability: str) -> dict:
+    return {
+        "durability": durability,
+        "retention": {"enabled": False},
+        "embeddings": {"backgroundIndexing": False},
+    }
+
+
+def run(browser, base_url: str, calls: int) -> list[dict]:
+    """``calls`` timed turns per durability and session size, and floor puts per durability."""
+    pages = {durability: blank_page(browser.new_context(), base_url) for durability in DURABILITIES}
+    floor_page = blank_page(browser.new_context(), base_url)
+    sessions = {}
+    for durability, page in pages.items():
+        page.evaluate(BOOT, _options(durability))
+        sessions[durability] = page.evaluate(PREFILL)
+        page.evaluate(CLOSE)
+    floor_page.evaluate(OPEN_FLOOR)
+    ours = {(durability, size): [] for durability in DURABILITIES for size in SIZES}
+    floor = {durability: [] for durability in DURABILITIES}
+    for round_number in range(ROUNDS):
+        order = DURABILITIES if round_number % 2 == 0 else DURABILITIES[::-1]
+        share = {
+            "warmup": WARMUP,
+            "start": calls * round_number // ROUNDS,
+            "stop": calls * (round_number + 1) // ROUNDS,
+        }
+        for durability in order:
+            page = pages[durability]
+            page.evaluate(BOOT, _options(durability))
+            times = page.evaluate(TURNS, {**sessions[durability], **share})
+            page.evaluate(CLOSE)
+            for size in SIZES:
+                ours[durability, size] += times[size]
+        for durability in order:
+            floor[durability] += floor_page.evaluate(
+                FLOOR_PUTS, {"durability": durability, **share}
+            )
+    for page in [*pages.values(), floor_page]:
+        page.context.close()
+
+    raw_strict = summarise("raw IndexedDB put of a message, strict", floor["strict"])
+    raw_relaxed = summarise("raw IndexedDB put of a message, relaxed", floor["relaxed"])
+    rows = [raw_strict, raw_relaxed, ratio("  raw strict / raw relaxed", raw_strict, raw_relaxed)]
+    for size, count in SIZES.items():
+        of = f"session of {count:,}"
+        strict = summarise(f"addMessage, strict (default), {of}", ours["strict", size])
+        relaxed = summarise(f"addMessage, relaxed, {of}", ours["relaxed", size])
+        rows += [
+            strict,
+            relaxed,
+            ratio(f"  ours strict / raw strict, {of}", strict, raw_strict),
+            ratio(f"  ours relaxed / raw relaxed, {of}", relaxed, raw_relaxed),
+            ratio(f"  ours strict / ours relaxed, {of}", strict, relaxed),
+        ]
+    return rows
