@@ -31,9 +31,10 @@ test: dist
 test-unit: $(STAMP_VENV)
 	$(PY) -m pytest tests/unit
 
-# The fault suite at full size: 1,000 fuzzed import files, 1,000 other fuzzed inputs.
-soak: $(STAMP_VENV)
-	AIRI_SOAK=1 $(PY) -m pytest tests/faults
+# The fault suite at full size: 1,000 fuzzed import files, 1,000 other fuzzed inputs,
+# then in Chromium 100 reloads or closes and 100 SIGKILLs mid-write, and long tab runs.
+soak: dist
+	AIRI_SOAK=1 $(PY) -m pytest tests/faults tests/e2e/faults
 
 bench: dist
 	$(PY) bench/run.py

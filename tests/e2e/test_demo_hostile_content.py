@@ -45,6 +45,9 @@ TEXT_ONLY = [
 
 def test_demo_shows_markup_and_script_as_text(web):
     page = web.page
+    page.set_default_timeout(
+        120_000
+    )  # the demo loads its embedding model too: slow on a busy machine
     page.goto(f"{web.base_url}/demo/")
     page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
     # The search panel mounts last; its label is written once its listeners are attached.
