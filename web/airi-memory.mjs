@@ -52,7 +52,9 @@ export async function createMemorySystem(options = {}) {
   let closing = null;
 
   return {
-    /** "change" events: another tab wrote sessions/messages; detail.sessionIds names them. */
+    /** "change" events: another tab wrote sessions/messages; detail.sessionIds names them.
+     *  "quarantine" events: records found unreadable after start-up, detail.records
+     *  [{key, reason}] (those found at start-up are in `quarantined`). */
     addEventListener: events.addEventListener.bind(events),
     removeEventListener: events.removeEventListener.bind(events),
     /** Milliseconds from createMemorySystem() to ready. */
@@ -68,6 +70,9 @@ export async function createMemorySystem(options = {}) {
     /** When each part of boot finished (ms since boot began): pyodide, packages, duckdb, python. */
     bootPhases: info.bootPhases,
     mounts: info.mounts,
+    /** Records start-up could not read ([{key, reason}]): kept where they are, untouched,
+     *  left out of every read; sessions.stats().quarantined has the current list. */
+    quarantined: info.quarantined,
     storage: {
       getItem: (key) => call("storage.getItem", key),
       getItemRaw: (key) => call("storage.getItemRaw", key),

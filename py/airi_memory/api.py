@@ -160,8 +160,11 @@ class MemorySystem:
         )
         system = cls(storage, sql, options, sessions, ports or HostPorts())
         system._configure_embeddings(options.embeddings)
-        if sessions.quarantined and system.ports.emit:  # kept in place, left out, reported
-            system.ports.emit("quarantine", {"records": sessions.stats()["quarantined"]})
+        if system.ports.emit:  # records found damaged from now on; start-up's are in info()
+            emit = system.ports.emit
+            sessions.on_quarantine = lambda key, reason: emit(
+                "quarantine", {"records": [{"key": key, "reason": reason}]}
+            )
         await system.summarizer.load()
         if options.retention.enabled:
             system.scheduler.start(run_now=options.retention.run_at_start)
@@ -191,6 +194,8 @@ class MemorySystem:
                 "duckdb": await self.sql.version(),
             },
             "mounts": self.storage.mount_names(),
+            # Records start-up could not read: kept in place, left out, reported.
+            "quarantined": self.sessions.stats()["quarantined"],
         }
 
     async def ping(self) -> str:

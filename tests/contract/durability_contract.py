@@ -133,6 +133,21 @@ async def case_a_damaged_record_is_quarantined_and_start_up_goes_on(open_system)
     assert cleared["error"]["name"] == "InvalidKeyError"
     assert (await restarted.dispatch("storage.setItem", ["local:notes:x", 1]))["ok"]
     assert await _contents(await open_system(clock=Clock(), **QUIET), sid) == ["fine"]
+    # The page learns of them at start-up, ...
+    info = await restarted.info()
+    assert {q["key"] for q in info["quarantined"]} == {f"local:{key}" for key in damaged}
+    # ... and a start-up from a snapshot (which reads no message records) still reports them.
+    await restarted.sessions.snapshot()
+    from_snapshot = await open_system(clock=Clock(), **QUIET)
+    assert from_snapshot.sessions.stats()["journal"]["position"] > 0  # restored, not rebuilt
+    reported = {q["key"] for q in from_snapshot.sessions.stats()["quarantined"]}
+    assert reported == {f"local:{key}" for key in damaged}
+    # An import never writes over a session record in quarantine.
+    export = {"version": "1.0.0", "exportedAt": 1767225600000,
+              "sessions": [{"meta": {"sessionId": "broken", "title": "over it"}, "messages": []}]}  # fmt: skip
+    report = await from_snapshot.import_sessions(export, {"keepIds": True})
+    assert (report["sessions"], report["skippedDuplicates"]) == (0, 1)
+    assert await local.get_item("memory:sessions:broken") == "{not json"
 
 
 def _nested(levels):

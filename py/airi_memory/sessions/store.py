@@ -112,6 +112,8 @@ class SessionStore:
         # Records that could not be read (damaged, or written by something else): kept
         # where they are, never deleted, left out of the mirror and reported.
         self.quarantined: dict[str, str] = {}
+        # Told of each record newly quarantined after start-up (the page's event).
+        self.on_quarantine: Callable[[str, str], None] | None = None
         self.problems: dict[str, Any] = {"snapshot": None, "sync": None, "mirror": None}
         self.counts = {
             "snapshots": 0, "snapshotFailures": 0, "catchUps": 0, "rebuilds": 0, "conflicts": 0,
@@ -136,7 +138,10 @@ class SessionStore:
 
     # --- reading the durable records ----------------------------------------------
     def _quarantine(self, key: str, error: BaseException | str) -> None:
-        self.quarantined[key] = error if isinstance(error, str) else _error_text(error)
+        reason = error if isinstance(error, str) else _error_text(error)
+        if self.quarantined.get(key) != reason and self.on_quarantine is not None:
+            self.on_quarantine(key, reason)
+        self.quarantined[key] = reason
 
     def _refused_by_mirror(self, session_id: str, record: str | None, error: BaseException) -> None:
         """A row DuckDB would not take: its record stays in the store, untouched, out of
@@ -180,6 +185,15 @@ class SessionStore:
         self.quarantined.pop(key, None)
         return row
 
+    async def _recheck_quarantined(self, keys: Any) -> None:
+        """Quarantine again the message records a snapshot left out, if still unreadable
+        (session records are all read at start-up anyway)."""
+        for key in keys if isinstance(keys, list) else []:
+            if isinstance(key, str) and records.session_of_key(key) is None:
+                text = await self.storage.get_item_raw_native(key)
+                if text is not None:
+                    self._message_row(key, text)
+
     async def _read_messages(self) -> dict[str, Any]:
         return dict(await self.storage.get_all(records.MESSAGES, raw=True))
 
@@ -203,10 +217,9 @@ class SessionStore:
             self.load_timings[name] = round((now - lap) * 1000, 1)
             lap = now
 
-        self._metas = await self._read_sessions()
-        mark("readSessions")
-        await self.mirror.load([session_row(m) for m in self._metas.values()], [])
-        mark("loadSessions")
+        # Order matters: whatever commits after a read, a later step replays. The snapshot
+        # is read before the sessions (a session written after it has a journal number
+        # above ``through``), the journal head before the sessions and messages.
         snapshots = [
             await self.storage.get_item_raw_native(snapshot_key(t)) for t in SNAPSHOT_TABLES
         ]
@@ -214,7 +227,13 @@ class SessionStore:
         mark("readSnapshot")
         through = covers.get("through") if isinstance(covers, dict) else None
         restored = isinstance(through, int) and all(d is not None and len(d) for d in snapshots)
+        head = None if restored else await self._read_head()
+        self._metas = await self._read_sessions()
+        mark("readSessions")
+        await self.mirror.load([session_row(m) for m in self._metas.values()], [])
+        mark("loadSessions")
         if restored:
+            await self._recheck_quarantined(covers.get("quarantined"))
             try:
                 for table, data in zip(SNAPSHOT_TABLES, snapshots, strict=True):
                     await self.mirror.sql.import_table(table, data)
@@ -226,11 +245,13 @@ class SessionStore:
             except Exception as error:  # a damaged snapshot costs time, never data
                 self.load_timings["snapshotFailed"] = _error_text(error)[:200]
                 await self.mirror.create()
-                await self.mirror.load([session_row(m) for m in self._metas.values()], [])
                 self.journal = Journal()
+                head = await self._read_head()
+                self._metas = await self._read_sessions()
+                await self.mirror.load([session_row(m) for m in self._metas.values()], [])
                 restored = False
         if not restored:
-            head = await self._read_head()  # first: what commits after it, the log replays
+            assert head is not None
             found = await self._read_messages()
             mark("readMessages")
             rows = [row for key, text in found.items() if (row := self._message_row(key, text))]
@@ -284,7 +305,18 @@ class SessionStore:
             key for key in await self.storage.get_keys(JOURNAL) if log_number(key, JOURNAL) is None
         ]
         await self.storage.write_batch(
-            sets=[(SNAPSHOT_COVERS, {"through": through, "at": self.clock()})],
+            sets=[
+                (
+                    SNAPSHOT_COVERS,
+                    # Records left out of these tables: a start-up from them reports them
+                    # again (it reads no message records of its own).
+                    {
+                        "through": through,
+                        "at": self.clock(),
+                        "quarantined": sorted(self.quarantined),
+                    },
+                )
+            ],
             raw_sets=tables,
             removes=older_layout,
             remove_prefixes=[SNAPSHOT],
@@ -602,8 +634,10 @@ class SessionStore:
         return any(meta.user_id != self.user_id for meta in self._metas.values())
 
     def session_ids(self) -> set[str]:
-        """Every stored session's id, whoever it belongs to."""
-        return set(self._metas)
+        """Every stored session's id, whoever it belongs to, and the ids of session
+        records in quarantine (an import must not write over them)."""
+        held = {records.session_of_key(key) for key in self.quarantined}
+        return set(self._metas) | {sid for sid in held if sid is not None}
 
     def meta(self, session_id: str) -> ChatSessionMeta | None:
         return self._metas.get(session_id)
