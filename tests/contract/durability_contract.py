@@ -103,6 +103,31 @@ async def case_import_with_kept_ids_never_overwrites_another_users_session(open_
     assert await _contents(restarted, sid) == ["mine"]
 
 
+async def case_a_damaged_journal_head_never_numbers_entries_again(open_system):
+    """The head record says where the journal ends; damaged or gone (a bad disk, another
+    tool), the next entry still takes a number above every entry there, so a tab that
+    read up to there sees it."""
+    here = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    there = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await here.sessions.create_session())["sessionId"]
+    await _say(here, sid, "m0", "m1", "m2")
+    await there.sessions.sync()
+    local = here.storage.mount_driver("local")
+    for damage in ("garbage", None):
+        if damage is None:
+            await local.remove_item("memory:journal-head")
+        else:
+            await local.set_item("memory:journal-head", damage)
+        # Numbered from 1 again, the fifth would reach the other tab's position: it would
+        # take the log for complete and miss the four before.
+        await _say(here, sid, *(f"{damage} {i}" for i in range(5)))
+        await there.sessions.sync()
+    expected = ["m0", "m1", "m2", *(f"{d} {i}" for d in ("garbage", None) for i in range(5))]
+    assert await _contents(there, sid) == expected
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert await _contents(restarted, sid) == await _contents(there, sid)
+
+
 async def case_a_damaged_record_is_quarantined_and_start_up_goes_on(open_system):
     system = await open_system(clock=Clock(), **QUIET)
     sid = (await system.sessions.create_session())["sessionId"]

@@ -53,6 +53,8 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
           let number = null;
           const checks = guards.map(([key, field, equals]) => [key, field, equals, s.get(key)]);
           const head = log ? s.get(log.head) : null;
+          // The newest entry there: a damaged or missing head must not number from 1 again.
+          const newest = log ? s.openKeyCursor(logRange(log.prefix), "prev") : null;
           const write = () => {
             const failed = checks.find(([, field, equals, read]) => !guardHolds(read.result, field, equals));
             if (failed) {
@@ -73,7 +75,7 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
                 };
               }
             }
-            if (log) number = appendToLog(s, log, parseHead(head.result));
+            if (log) number = appendToLog(s, log, parseHead(head.result), newest.result?.key);
             const fault = injectedFaults.shift();
             if (fault) {
               // Requests complete in order: this read comes after every write above.
@@ -84,7 +86,7 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
             }
           };
           // Requests of one transaction complete in the order they were made.
-          const last = head ?? checks.at(-1)?.[3];
+          const last = newest ?? checks.at(-1)?.[3];
           if (last) last.onsuccess = write;
           else write();
           s.transaction.oncomplete = () => resolve(number ?? undefined);
@@ -162,7 +164,11 @@ function parseHead(stored) {
   return head;
 }
 
-function appendToLog(s, log, head) {
+// Only numbered entries: keys of an older layout under the prefix sort above the digits.
+const logRange = (prefix) => IDBKeyRange.bound(logKey(prefix, 0), `${prefix}:${"9".repeat(LOG_DIGITS)}`);
+
+function appendToLog(s, log, head, newestKey) {
+  if (newestKey !== undefined) head.last = Math.max(head.last, Number(newestKey.slice(log.prefix.length + 1)));
   if (log.pruneThrough > head.pruned) {
     s.delete(IDBKeyRange.bound(`${log.prefix}:`, logKey(log.prefix, log.pruneThrough)));
     head.pruned = log.pruneThrough;

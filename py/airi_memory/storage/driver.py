@@ -165,6 +165,9 @@ class Driver(ABC):
         if log is None:
             return None
         head = parse_head(await self.get_item(log.head)) or {"last": 0, "pruned": 0}
+        # A damaged or missing head must not number entries again from 1.
+        numbers = [log_number(key, log.prefix) for key in await self.get_keys(log.prefix + ":")]
+        head["last"] = max([head["last"], *(n for n in numbers if n is not None)])
         if log.prune_through > head["pruned"]:
             for key in await self.get_keys(log.prefix + ":"):
                 number = log_number(key, log.prefix)

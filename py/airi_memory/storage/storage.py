@@ -207,6 +207,8 @@ class Storage:
         found, entries = await prefix_route.driver.read_log(
             prefix_route.relative_key, head_route.relative_key, after
         )
+        if found is not None and entries:  # a damaged head never hides the entries there
+            found["last"] = max(found["last"], entries[-1][0])
         return found, [(number, destr(text)) for number, text in entries]
 
     def _prepare(self, key: str, value: Any, texts: dict[int, str] | None = None) -> Any:
