@@ -85,6 +85,7 @@ async def case_a_write_whose_mirror_update_fails_is_kept_and_repaired(open_syste
     assert s.stats()["problems"]["mirror"] == "RuntimeError: mirror down"
     await s.sync()  # the repair began at once; this waits until it is done
     assert await _contents(system, sid) == ["kept"]
+    assert s.stats()["problems"]["mirror"] is None  # repaired, so no longer reported
     await s.snapshot()
     restarted = await open_system(clock=Clock(), **QUIET)
     assert await _contents(restarted, sid) == ["kept"]

@@ -270,7 +270,14 @@ class SessionStore:
         """Run ``job`` after the current call returns; keep a reference until it ends."""
         task = asyncio.get_running_loop().create_task(job())
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: "asyncio.Task[Any]") -> None:
+        """Forget a finished background job; its failure is already in ``problems``
+        (snapshot, sync), so it is only collected here, not raised into the void."""
+        self._background.discard(task)
+        if not task.cancelled():
+            task.exception()
 
     # --- snapshots ----------------------------------------------------------------
     async def snapshot(self) -> dict[str, Any]:
@@ -360,7 +367,8 @@ class SessionStore:
         except Exception as error:
             self.problems["sync"] = _error_text(error)
             raise
-        self.problems["sync"] = None
+        # Every entry up to the head is in the mirror now, one whose update failed too.
+        self.problems["sync"] = self.problems["mirror"] = None
         # Catch-ups inside other tasks (a guarded write, retention) applied changes too.
         report["sessionIds"], self._unreported = sorted(self._unreported), set()
         return report
