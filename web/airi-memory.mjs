@@ -270,12 +270,6 @@ async function runAppCall(worker, appFunctions, { appCall, name, payload }) {
   }
 }
 
-function invalidArguments(method, why) {
-  return Object.assign(new Error(`the arguments of ${method} cannot be sent to the worker: ${why}`), {
-    name: "InvalidValueError",
-  });
-}
-
 // Above every bound the core sets on input (128 levels for stored values), far below the
 // depths at which copying to the worker or Pyodide's conversion exhausts a stack (a few
 // thousand levels): there the call would be lost without an answer.
@@ -329,7 +323,11 @@ function connect(worker, events, appFunctions) {
       if (closedError) return Promise.reject(closedError);
       if (nestsDeeperThan(message.args, MAX_ARGUMENT_DEPTH)) {
         const why = `they are nested more than ${MAX_ARGUMENT_DEPTH} levels deep`;
-        return Promise.reject(invalidArguments(message.method, why));
+        return Promise.reject(
+          Object.assign(new Error(`the arguments of ${message.method} cannot be sent to the worker: ${why}`), {
+            name: "InvalidValueError",
+          }),
+        );
       }
       const id = ++nextId;
       return new Promise((resolve, reject) => {
@@ -337,10 +335,8 @@ function connect(worker, events, appFunctions) {
         try {
           worker.postMessage({ id, ...message });
         } catch (error) {
-          // The arguments cannot be copied to the worker: functions, DOM nodes (DataCloneError)
-          // or nesting deeper than the browser copies (RangeError).
-          pending.delete(id);
-          reject(error?.name === "DataCloneError" ? invalidArguments(message.method, error.message) : error);
+          pending.delete(id); // arguments the browser cannot copy (DataCloneError)
+          reject(error);
         }
       });
     },
