@@ -281,11 +281,12 @@ class SessionStore:
 
     # --- snapshots ----------------------------------------------------------------
     async def snapshot(self) -> dict[str, Any]:
-        """Save the message tables as bytes, with the journal number they cover."""
+        """Save the message tables as bytes, with the journal number they cover. When
+        another tab pruned the journal meanwhile, catch up and take it again."""
 
         async def task() -> dict[str, Any]:
             try:
-                report = await self._take_snapshot()
+                report = await self._guarded(self._take_snapshot)
             except Exception as error:
                 self.counts["snapshotFailures"] += 1
                 self.problems["snapshot"] = _error_text(error)
