@@ -2,14 +2,19 @@
 snapshot of everything stored, and what a proper refusal looks like.
 
 ``make test`` runs a fast subset; ``make soak`` (``AIRI_SOAK=1``) runs the numbers the
-fault suite promises: 1,000 import files, and 1,000 storage, search, context and message
-inputs together.
+fault suite promises: 1,000 import files, and 1,000 each of storage calls, search
+queries, context messages and added messages.
+
+The checks drive a ``FuzzHarness``: ``Harness`` here (``dispatch`` on CPython) or the
+browser's (the JS facade in Chromium, tests/e2e/faults/test_fault_fuzz_in_browser.py).
 """
 
 import asyncio
 import copy
 import math
 import os
+from abc import ABC, abstractmethod
+from collections.abc import Coroutine
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -20,10 +25,9 @@ from contract.common import QUIET
 from native_systems import system_factory
 
 SOAK = os.environ.get("AIRI_SOAK") == "1"
-# Examples per test: (fast, soak). The import test alone reaches 1,000 files; the four
-# other families add up to 1,000 inputs.
+# Examples per test: (fast, soak). In a soak, each family reaches 1,000 inputs.
 IMPORT_EXAMPLES = 1000 if SOAK else 80
-FAMILY_EXAMPLES = 250 if SOAK else 50
+FAMILY_EXAMPLES = 1000 if SOAK else 50
 
 settings.register_profile(
     "airi-fuzz",
@@ -51,7 +55,44 @@ def library_error_names() -> set[str]:
 LIBRARY_ERRORS = library_error_names()
 
 
-class Harness:
+class FuzzHarness(ABC):
+    """One memory system, reused across a test's examples, as the checks see it: calls by
+    ``dispatch`` name answered ``{ok, value}`` or ``{ok: false, error: {name, message}}``,
+    and everything stored as one comparable value."""
+
+    session_id = ""  # the session a family works in, when it needs one
+
+    @abstractmethod
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        """Run a check (a coroutine over this harness) to its end; return its result."""
+
+    @abstractmethod
+    async def call(self, method: str, *args: Any) -> dict[str, Any]:
+        """What a JS app gets back: one reply, ``ok`` with a value or with one error."""
+
+    async def value(self, method: str, *args: Any) -> Any:
+        reply = await self.call(method, *args)
+        assert reply["ok"], f"{method} failed: {reply['error']}"
+        return reply["value"]
+
+    @abstractmethod
+    async def state(self) -> dict[str, Any]:
+        """Everything stored: ``raw`` (beneath the public API), ``export`` (without its
+        time) and ``context`` (the live entries)."""
+
+    @abstractmethod
+    async def fresh_if_full(self) -> None:
+        """A new, empty system when this one holds more sessions than is cheap to export."""
+
+    @abstractmethod
+    async def now(self) -> int:
+        """The system's clock, in epoch milliseconds (what expiry is measured against)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class Harness(FuzzHarness):
     """One memory system (memory drivers, native DuckDB) on its own event loop, reused
     across a test's examples: opening one per example would mostly time DuckDB set-up."""
 
@@ -59,25 +100,17 @@ class Harness:
         self.tmp_path = tmp_path
         self.loop = asyncio.new_event_loop()
         self.system = self.run(self._open())
-        self.session_id = ""  # the session a family works in, when it needs one
 
     async def _open(self) -> MemorySystem:
         return await system_factory("memory", self.tmp_path)(**QUIET)
 
-    def run(self, coroutine: Any) -> Any:
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         return self.loop.run_until_complete(coroutine)
 
     async def call(self, method: str, *args: Any) -> dict[str, Any]:
-        """What a JS app gets back: one reply, ``ok`` with a value or with one error."""
         return await self.system.dispatch(method, list(args))
 
-    async def value(self, method: str, *args: Any) -> Any:
-        reply = await self.call(method, *args)
-        assert reply["ok"], f"{method} failed: {reply['error']}"
-        return reply["value"]
-
     async def fresh_if_full(self) -> None:
-        """A new, empty system when this one holds more sessions than is cheap to export."""
         if len(self.system.sessions.session_ids()) > MAX_SESSIONS_KEPT:
             await self.system.close()
             self.system = await self._open()
@@ -96,6 +129,9 @@ class Harness:
         return copy.deepcopy(
             {"raw": raw, "export": export, "context": await self.value("context.entries")}
         )
+
+    async def now(self) -> int:
+        return self.system.sessions.clock()
 
     def close(self) -> None:
         self.run(self.system.close())

@@ -4,6 +4,10 @@ Every generated input is either accepted and reads back as given (under unstorag
 rules for storage values), or refused with one error of the library's own kinds that
 names the field or key; after a refusal the store is what it was, byte for byte: every
 mount's raw keys and values, the export, and the live context.
+
+The same checks run in Chromium through the JS facade
+(tests/e2e/faults/test_fault_fuzz_in_browser.py): they see the system only through a
+``FuzzHarness``.
 """
 
 import json
@@ -19,6 +23,7 @@ from faults.harness import (
     FAMILY_EXAMPLES,
     FUZZ,
     IMPORT_EXAMPLES,
+    FuzzHarness,
     Harness,
     assert_refused,
     key_hints,
@@ -34,22 +39,21 @@ from faults.inputs import (
     storage_cases,
 )
 
-Check = Callable[[Harness, Case], Awaitable[None]]
-Prepare = Callable[[Harness], Awaitable[None]]
+Check = Callable[[FuzzHarness, Case], Awaitable[None]]
+Prepare = Callable[[FuzzHarness], Awaitable[None]]
 
 
 def fuzz(
-    tmp_path: Any,
+    harness: FuzzHarness,
     cases: Any,
     examples: int,
     check: Check,
     prepare: Prepare | None = None,
     found: tuple[Case, ...] = (),
 ) -> None:
-    """Run ``check`` on ``examples`` drawn cases, all against one open system (set up by
-    ``prepare`` when the family needs data to work on), after the
-    ``found`` cases: inputs this fuzzing once caught mishandled, replayed every run."""
-    harness = Harness(tmp_path)
+    """Run ``check`` on ``examples`` drawn cases, all against ``harness``'s system (set
+    up by ``prepare`` when the family needs data to work on), after the ``found`` cases:
+    inputs this fuzzing once caught mishandled, replayed every run. Closes ``harness``."""
     try:
         if prepare is not None:
             harness.run(prepare(harness))
@@ -70,7 +74,7 @@ def fuzz(
 
 
 async def refused_and_untouched(
-    harness: Harness, case: Case, reply: dict[str, Any], before: dict[str, Any]
+    harness: FuzzHarness, case: Case, reply: dict[str, Any], before: dict[str, Any]
 ) -> None:
     """The refusal was due (the input was broken), proper, and nothing changed."""
     assert case.expect != "accept", f"a valid input ({case.note}) was refused: {reply}"
@@ -79,28 +83,30 @@ async def refused_and_untouched(
 
 
 # --- import files -----------------------------------------------------------------------
+IMPORT_FOUND = (  # each was stored, and then no write and no read of the mirror worked again
+    Case(
+        [{"version": "1.0.0", "sessions": [{"meta": {"color": "\ud896"}, "messages": []}]}],
+        "refuse",
+        ("sessions[0].meta.color",),
+        "lone surrogate in an unknown field",
+        {"sessions": [], "keep_ids": False},
+    ),
+    Case(
+        ['{"version": "1", "sessions": [{"meta": {}, "messages": [{"role": "user", '
+         '"mood": NaN}]}]}'],
+        "refuse",
+        ("sessions[0].messages[0].mood",),
+        "NaN, which JSON.parse refuses and storage made null",
+        {"sessions": [], "keep_ids": False},
+    ),
+)  # fmt: skip
+
+
 def test_fuzzed_import_files_import_whole_or_not_at_all(tmp_path):
-    found = (  # each was stored, and then no write and no read of the mirror worked again
-        Case(
-            [{"version": "1.0.0", "sessions": [{"meta": {"color": "\ud896"}, "messages": []}]}],
-            "refuse",
-            ("sessions[0].meta.color",),
-            "lone surrogate in an unknown field",
-            {"sessions": [], "keep_ids": False},
-        ),
-        Case(
-            ['{"version": "1", "sessions": [{"meta": {}, "messages": [{"role": "user", '
-             '"mood": NaN}]}]}'],
-            "refuse",
-            ("sessions[0].messages[0].mood",),
-            "NaN, which JSON.parse refuses and storage made null",
-            {"sessions": [], "keep_ids": False},
-        ),
-    )  # fmt: skip
-    fuzz(tmp_path, import_cases(), IMPORT_EXAMPLES, check_import, found=found)
+    fuzz(Harness(tmp_path), import_cases(), IMPORT_EXAMPLES, check_import, found=IMPORT_FOUND)
 
 
-async def check_import(harness: Harness, case: Case) -> None:
+async def check_import(harness: FuzzHarness, case: Case) -> None:
     await harness.fresh_if_full()
     before = await harness.state()
     reply = await harness.call("importSessions", *case.args)
@@ -159,7 +165,7 @@ RESERVED = "local:memory:"  # the library's own records: readable, never writabl
 
 
 def test_fuzzed_storage_calls_store_what_unstorage_would_or_write_nothing(tmp_path):
-    fuzz(tmp_path, storage_cases(), FAMILY_EXAMPLES, check_storage)
+    fuzz(Harness(tmp_path), storage_cases(), FAMILY_EXAMPLES, check_storage)
 
 
 def key_problem(key: object, writing: bool) -> str | None:
@@ -233,7 +239,9 @@ def _without_proto(value: Any) -> Any:
     return value
 
 
-async def check_storage(harness: Harness, case: Case) -> None:
+async def check_storage(harness: FuzzHarness, case: Case) -> None:
+    """The expected outcome follows from the arguments; a refusal names the key, or one
+    of the case's own ``hints`` (how a host refuses before the core sees the call)."""
     method, args = case.note, case.args
     if method == "setItem":
         key, value = args
@@ -254,6 +262,7 @@ async def check_storage(harness: Harness, case: Case) -> None:
     else:
         problem = key_problem(args[0], writing=method == "removeItem")
         hints, writes = key_hints(args[0]), []
+    hints += case.hints
     before = await harness.state()
     reply = await harness.call(f"storage.{method}", *args)
     if problem:
@@ -278,18 +287,27 @@ def _normalized(key: Any) -> Any:
 
 
 # --- search queries ---------------------------------------------------------------------
+SEARCH_FOUND = (
+    Case(["searchMessages", "fox \ud83e", None], "refuse", ("query",), "unhandled by DuckDB"),
+    Case(["searchMessages", "hi", {"limit": True}], "refuse", ("limit",), "a bool limit"),
+    Case(["search", {"query": "fox", "vector": [math.nan]}], "refuse", ("search.vector",)),
+    # A score rounded to 0.0 was returned above a threshold of 1.8e-214.
+    Case(["search", {"query": "0", "strategy": "recent", "threshold": 1.8e-214}]),
+)
+
+
 def test_fuzzed_search_queries_answer_or_name_the_field_and_never_write(tmp_path):
-    found = (
-        Case(["searchMessages", "fox \ud83e", None], "refuse", ("query",), "unhandled by DuckDB"),
-        Case(["searchMessages", "hi", {"limit": True}], "refuse", ("limit",), "a bool limit"),
-        Case(["search", {"query": "fox", "vector": [math.nan]}], "refuse", ("search.vector",)),
-        # A score rounded to 0.0 was returned above a threshold of 1.8e-214.
-        Case(["search", {"query": "0", "strategy": "recent", "threshold": 1.8e-214}]),
+    fuzz(
+        Harness(tmp_path),
+        search_cases(),
+        FAMILY_EXAMPLES,
+        check_search,
+        seed_messages,
+        SEARCH_FOUND,
     )
-    fuzz(tmp_path, search_cases(), FAMILY_EXAMPLES, check_search, seed_messages, found)
 
 
-async def seed_messages(harness: Harness) -> None:
+async def seed_messages(harness: FuzzHarness) -> None:
     """Sessions to search: plain words, accents, emoji, and text that looks like syntax."""
     texts = [
         "the fox jumps over the lazy dog",
@@ -311,7 +329,7 @@ async def seed_messages(harness: Harness) -> None:
     await harness.value("importSessions", {"version": "1.0.0", "sessions": sessions})
 
 
-async def check_search(harness: Harness, case: Case) -> None:
+async def check_search(harness: FuzzHarness, case: Case) -> None:
     method, *args = case.args
     before = await harness.state()
     reply = await harness.call(method, *args)
@@ -337,19 +355,21 @@ async def check_search(harness: Harness, case: Case) -> None:
 
 
 # --- context messages -------------------------------------------------------------------
+CONTEXT_FOUND = tuple(  # each was kept, after an error that said it was not, and broke every read
+    Case([{"sourceType": "s", "sourceId": "i", "content": content}], "refuse", hints)
+    for content, hints in [
+        ({"o": object()}, ("context.content.o",)),
+        ({"deep": nested(900)}, ("context.content.deep",)),
+        ({"n": math.nan}, ("context.content",)),  # kept, as null
+    ]
+)
+
+
 def test_fuzzed_context_messages_are_kept_as_given_or_refused(tmp_path):
-    found = tuple(  # each was kept, after an error that said it was not, and broke every read
-        Case([{"sourceType": "s", "sourceId": "i", "content": content}], "refuse", hints)
-        for content, hints in [
-            ({"o": object()}, ("context.content.o",)),
-            ({"deep": nested(900)}, ("context.content.deep",)),
-            ({"n": math.nan}, ("context.content",)),  # kept, as null
-        ]
-    )
-    fuzz(tmp_path, context_cases(), FAMILY_EXAMPLES, check_context, found=found)
+    fuzz(Harness(tmp_path), context_cases(), FAMILY_EXAMPLES, check_context, found=CONTEXT_FOUND)
 
 
-async def check_context(harness: Harness, case: Case) -> None:
+async def check_context(harness: FuzzHarness, case: Case) -> None:
     before = await harness.state()
     reply = await harness.call("context.ingest", *case.args)
     if not reply["ok"]:
@@ -360,7 +380,7 @@ async def check_context(harness: Harness, case: Case) -> None:
     for name, value in given_message.items():
         assert same_json(entry[name], value), (name, entry, value)
     expires = given_message.get("expiresAt")
-    live = expires is None or expires > harness.system.sessions.clock()
+    live = expires is None or expires > await harness.now()
     assert (entry in await harness.value("context.entries")) == live
     after = await harness.state()
     assert (after["raw"], after["export"]) == (before["raw"], before["export"]), (
@@ -369,20 +389,29 @@ async def check_context(harness: Harness, case: Case) -> None:
 
 
 # --- addMessage payloads ----------------------------------------------------------------
+MESSAGE_FOUND = (  # stored, and then the mirror refused it: no write worked again
+    Case(["SESSION", {"role": "system", "content": "\ud800"}], "refuse", ("message.content",)),
+)
+
+
 def test_fuzzed_messages_are_added_as_given_or_refused(tmp_path):
-    found = (  # stored, and then the mirror refused it: no write worked again
-        Case(["SESSION", {"role": "system", "content": "\ud800"}], "refuse", ("message.content",)),
+    fuzz(
+        Harness(tmp_path),
+        add_message_cases(),
+        FAMILY_EXAMPLES,
+        check_add_message,
+        open_session,
+        MESSAGE_FOUND,
     )
-    fuzz(tmp_path, add_message_cases(), FAMILY_EXAMPLES, check_add_message, open_session, found)
 
 
-async def open_session(harness: Harness) -> None:
+async def open_session(harness: FuzzHarness) -> None:
     harness.session_id = (await harness.value("sessions.createSession", {"title": "fuzz"}))[
         "sessionId"
     ]
 
 
-async def check_add_message(harness: Harness, case: Case) -> None:
+async def check_add_message(harness: FuzzHarness, case: Case) -> None:
     session_id = harness.session_id
     args = [session_id if arg == "SESSION" else arg for arg in case.args]
     before = await harness.state()
