@@ -177,4 +177,9 @@ def _same_number(left: Any, right: Any) -> bool:
     numbers = (int, float)
     if isinstance(left, bool) or isinstance(right, bool):
         return False
-    return isinstance(left, numbers) and isinstance(right, numbers) and left == right
+    if not (isinstance(left, numbers) and isinstance(right, numbers)):
+        return False
+    # A JavaScript number is a double: an integral float comes back from the page as the
+    # int it prints as (5.925766177780713e16 as 59257661777807130), equal as doubles.
+    both_ints = isinstance(left, int) and isinstance(right, int)
+    return left == right if both_ints else float(left) == float(right)
