@@ -19,13 +19,14 @@ from conftest import ROOT, serve
 
 PACKAGE_NAME = "airi-memory"
 # Where the app serves the package's runtime folder: /airi-memory/runtime/, so the app
-# passes baseUrl "/airi-memory/" (the folder that holds runtime/).
+# passes baseUrl /airi-memory/ (the folder that holds runtime/).
 RUNTIME_PARENT = "airi-memory"
 APP_SOURCE = """\
 import { createMemorySystem } from "airi-memory";
 
 async function run() {
-  const memory = await createMemorySystem({ userId: "package-app", baseUrl: "/airi-memory/" });
+  const baseUrl = new URL("/airi-memory/", location.href); // as README says: absolute
+  const memory = await createMemorySystem({ userId: "package-app", baseUrl });
   try {
     const { sessionId } = await memory.sessions.createSession({ title: "From the package" });
     await memory.sessions.addMessage(sessionId, { role: "user", content: "Hello from a bundled app" });
