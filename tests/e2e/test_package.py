@@ -57,10 +57,11 @@ APP_PAGE = """\
 
 def pack(destination: Path) -> Path:
     """`npm pack` of the repository into ``destination``; its prepack check refuses to
-    pack when a file package.json promises (dist/airi-memory.d.ts ...) is missing."""
+    pack when a file package.json promises (dist/airi-memory.d.ts ...) is missing, and
+    says so on stderr, left uncaptured here so that pytest shows it."""
     packed = subprocess.run(
         ["npm", "pack", "--json", "--loglevel=error", f"--pack-destination={destination}"],
-        cwd=ROOT, check=True, capture_output=True, text=True,
+        cwd=ROOT, check=True, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
     (entry,) = json.loads(packed.stdout)
     return destination / entry["filename"]
@@ -76,7 +77,7 @@ def install(tarball: Path, app: Path) -> Path:
     subprocess.run(
         ["npm", "install", "--offline", "--no-audit", "--no-fund", "--loglevel=error",
          f"--cache={app / '.npm-cache'}", str(tarball)],
-        cwd=app, check=True, capture_output=True,
+        cwd=app, check=True, stdout=subprocess.DEVNULL,
     )  # fmt: skip
     return app / "node_modules" / PACKAGE_NAME
 
