@@ -12,6 +12,7 @@ from typing import Any, Literal, NotRequired
 from typing_extensions import TypedDict
 
 from .models import ChatHistoryItem, ChatSessionMeta
+from .search.filters import SearchFilters
 
 
 class CreateSessionOptions(TypedDict, total=False):
@@ -106,7 +107,7 @@ class SearchResults(TypedDict):
 
 class SearchMessagesOptions(TypedDict, total=False):
     limit: int  # 100 by default
-    filters: dict[str, Any]  # as SearchQuery.filters
+    filters: SearchFilters
 
 
 class FoundMessage(TypedDict):
