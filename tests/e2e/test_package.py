@@ -113,11 +113,11 @@ def test_the_packed_tarball_boots_in_a_bundled_app(web, scratch):
     package = install(pack(scratch), scratch / "app")
     version = json.loads((ROOT / "package.json").read_text())["version"]
     # Only the package was installed (no dependency of its own), and only what it ships:
-    # the module, its declarations and the runtime; not the demo.
+    # the module, its method map, its declarations and the runtime; not the demo.
     installed = [path.name for path in package.parent.iterdir() if not path.name.startswith(".")]
     assert installed == [PACKAGE_NAME]
     assert sorted(path.name for path in (package / "dist").iterdir()) == [
-        "airi-memory.d.ts", "airi-memory.mjs", "runtime",
+        "airi-memory-methods.mjs", "airi-memory.d.ts", "airi-memory.mjs", "runtime",
     ]  # fmt: skip
     public = bundle(scratch / "app")
 
