@@ -1,9 +1,9 @@
 """The contracts' ``open_system`` on CPython: memory or fs drivers, native DuckDB."""
 
 from airi_memory.api import MemorySystem
-from airi_memory.sql.native import NativeDuckDb
+from airi_memory.native.fs import FsDriver
+from airi_memory.native.sql import NativeDuckDb
 from airi_memory.storage import MemoryDriver, Storage
-from airi_memory.storage.fs import FsDriver
 
 
 def system_factory(kind: str, tmp_path):

@@ -18,7 +18,8 @@ from . import __version__, diagnostics, transfer
 from .context import ComposeOptions, Composer, ContextStore, TokenCounter, Tokens
 from .context.recall import recall_memories
 from .errors import AiriMemoryError, InvalidValueError, UnknownMethodError
-from .llm import HttpTransport, LlmConfig, make_provider
+from .http import HttpTransport
+from .llm import LlmConfig, make_provider
 from .models import MessageRetentionPolicy, RetentionPolicy, json_schemas, now_ms, validate_or_raise
 from .options import SystemOptions, parse_options
 from .policy import (

@@ -26,11 +26,11 @@ async def run_case(selenium, common: str, source: str, filename: str, case_name:
     from pyodide.ffi import to_js
 
     from airi_memory.api import HostPorts, MemorySystem
-    from airi_memory.context.gpt_tokenizer import GptTokenizer
-    from airi_memory.llm.fetch_transport import FetchTransport
-    from airi_memory.sql.wasm import WasmDuckDb
+    from airi_memory.browser.http import FetchTransport
+    from airi_memory.browser.indexeddb import IndexedDbDriver
+    from airi_memory.browser.sql import WasmDuckDb
+    from airi_memory.browser.tokenizer import GptTokenizer
     from airi_memory.storage import MemoryDriver, Storage
-    from airi_memory.storage.indexeddb import IndexedDbDriver
 
     # The contracts import contract.common: give Pyodide that module from its source.
     package, shared = types.ModuleType("contract"), types.ModuleType("contract.common")

@@ -8,7 +8,7 @@ from pytest_pyodide import run_in_pyodide
 async def exact_counts(selenium) -> list:
     from js import airiHost
 
-    from airi_memory.context.gpt_tokenizer import GptTokenizer
+    from airi_memory.browser.tokenizer import GptTokenizer
 
     counter = GptTokenizer(airiHost.tokens)
     texts = ["hello world", "antidisestablishmentarianism", "2 + 2 = 4", "お誕生日おめでとう",
@@ -35,8 +35,8 @@ async def compose_with_exact_counts(selenium) -> dict:
     from js import airiHost
 
     from airi_memory.api import HostPorts, MemorySystem
-    from airi_memory.context.gpt_tokenizer import GptTokenizer
-    from airi_memory.sql.wasm import WasmDuckDb
+    from airi_memory.browser.sql import WasmDuckDb
+    from airi_memory.browser.tokenizer import GptTokenizer
     from airi_memory.storage import MemoryDriver, Storage
 
     await airiHost.idb.open("keyval-store", "keyval").clear("")

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from airi_memory.errors import InvalidValueError, ProviderError
-from airi_memory.hosts.native import open_memory_system
 from airi_memory.llm import LlmConfig
 from airi_memory.llm.providers import CallbackLlm
+from airi_memory.native.host import open_memory_system
 from llm_server import LlmServer
 
 SECRET = "sk-test-do-not-leak"

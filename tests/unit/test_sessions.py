@@ -76,7 +76,7 @@ def test_export_import_round_trip_keeps_every_session_and_message(tmp_path, sess
 
 
 async def test_native_host_keeps_sessions_in_a_folder(tmp_path):
-    from airi_memory.hosts.native import open_memory_system
+    from airi_memory.native.host import open_memory_system
 
     first = await open_memory_system(tmp_path, userId="desk")
     sid = (await first.sessions.create_session({"title": "On disk"}))["sessionId"]

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ..api import HostPorts, MemorySystem
-from ..llm.urllib_transport import UrllibTransport
-from ..sql.native import NativeDuckDb
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
-from ..storage.fs import FsDriver
+from .fs import FsDriver
+from .http import UrllibTransport
+from .sql import NativeDuckDb
 
 
 async def open_memory_system(folder: Path | None = None, **options: Any) -> MemorySystem:

@@ -7,17 +7,16 @@ FFI; the worker calls ``boot`` once and then ``BrowserApi.dispatch`` for every c
 import json
 from typing import Any
 
-from pyodide.ffi import to_js
-
 from ..api import AppCall, HostPorts, MemorySystem
-from ..context.gpt_tokenizer import GptTokenizer
-from ..llm.fetch_transport import FetchTransport
 from ..options import parse_options
-from ..search.local_embedder import LocalEmbedder
-from ..sql.wasm import WasmDuckDb
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
-from ..storage.indexeddb import IndexedDbDriver, to_python
 from ..storage.values import loads
+from .embedder import LocalEmbedder
+from .ffi import to_javascript, to_python
+from .http import FetchTransport
+from .indexeddb import IndexedDbDriver
+from .sql import WasmDuckDb
+from .tokenizer import GptTokenizer
 
 
 class BrowserApi:
@@ -31,9 +30,7 @@ class BrowserApi:
         try:
             return json.dumps(reply, ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError):
-            from js import Object
-
-            return to_js(reply, dict_converter=Object.fromEntries)
+            return to_javascript(reply)
 
 
 def _app_caller(call_app: Any) -> AppCall:
