@@ -1,13 +1,16 @@
 """Wiring for the browser: IndexedDB mounts and DuckDB-WASM from the worker's JS host.
 
-This and the port implementations it names are the only modules that touch Pyodide's
-FFI; the worker calls ``boot`` once and then ``BrowserApi.dispatch`` for every call.
+The worker calls ``boot`` once and then ``BrowserApi.dispatch`` for every call; tests
+open systems through ``open_browser_system``, as ``boot`` does.
 """
 
+import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
-from ..api import AppCall, HostPorts, MemorySystem
+from ..api import AppCall, HostPorts, MemorySystem, Sleep
+from ..models import now_ms
 from ..options import parse_options
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
 from ..storage.values import loads
@@ -43,25 +46,45 @@ def _app_caller(call_app: Any) -> AppCall:
     return call
 
 
+async def open_browser_system(
+    host: Any,
+    raw_options: Any,
+    *,
+    clock: Callable[[], int] = now_ms,
+    sleep: Sleep = asyncio.sleep,
+    publish: Any = None,
+    call_app: Any = None,
+    emit: Any = None,
+    local_model: bool = True,
+) -> MemorySystem:
+    """The one way to open a system in the browser, for the worker and tests alike: the
+    JS ``host``'s IndexedDB, DuckDB-WASM, gpt-tokenizer, fetch and (with
+    ``local_model``) embedding model. ``clock`` and ``sleep`` are the system's time."""
+    durability = parse_options(raw_options).durability
+    storage = Storage(MemoryDriver())
+    storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE, durability=durability))
+    storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE, durability=durability))
+    local = (lambda config: LocalEmbedder(config, host.embedder)) if local_model else None
+    ports = HostPorts(
+        tokens=GptTokenizer(host.tokens),
+        http=FetchTransport(host.http),
+        call_app=_app_caller(call_app) if call_app is not None else None,
+        local_embedder=local,
+        emit=(lambda event, detail: emit(event, json.dumps(detail))) if emit else None,
+    )
+    sql = WasmDuckDb(host.sql)
+    return await MemorySystem.open(
+        storage, sql, raw_options, clock=clock, publish=publish, ports=ports, sleep=sleep
+    )
+
+
 async def boot(
     host: Any, options: Any, publish: Any = None, call_app: Any = None, emit: Any = None
 ) -> BrowserApi:
     """``publish(journalNumber)`` (from the worker) hints other tabs that we wrote;
     ``call_app(name, json)`` runs a function the app registered on the page;
     ``emit(event, json)`` sends the page a progress event."""
-    raw_options = to_python(options) or {}
-    durability = parse_options(raw_options).durability
-    storage = Storage(MemoryDriver())
-    storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE, durability=durability))
-    storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE, durability=durability))
-    ports = HostPorts(
-        tokens=GptTokenizer(host.tokens),
-        http=FetchTransport(host.http),
-        call_app=_app_caller(call_app) if call_app is not None else None,
-        local_embedder=lambda config: LocalEmbedder(config, host.embedder),
-        emit=(lambda event, detail: emit(event, json.dumps(detail))) if emit else None,
-    )
-    system = await MemorySystem.open(
-        storage, WasmDuckDb(host.sql), raw_options, publish=publish, ports=ports
+    system = await open_browser_system(
+        host, to_python(options) or {}, publish=publish, call_app=call_app, emit=emit
     )
     return BrowserApi(system)
