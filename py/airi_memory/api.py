@@ -16,7 +16,6 @@ from typing import Any
 
 from . import __version__, diagnostics, transfer
 from .context import ComposeOptions, Composer, ContextStore, TokenCounter, Tokens
-from .context.recall import recall_memories
 from .errors import AiriMemoryError, InvalidValueError, UnknownMethodError
 from .http import HttpTransport
 from .llm import LlmConfig, make_provider
@@ -29,6 +28,7 @@ from .policy import (
     apply_retention_policy,
     scheduled_retention,
 )
+from .recall import recall_memories
 from .search.embeddings import Embedder, EmbeddingConfig, make_embedder
 from .search.semantic import VectorIndex
 from .search.service import Searcher

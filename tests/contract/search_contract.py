@@ -575,6 +575,31 @@ async def case_failed_embedding_calls_show_in_the_status(open_system):
     assert (status["indexed"], status["pending"]) == (0, 2)
 
 
+async def case_vectors_are_made_from_the_words_keyword_search_indexes(open_system):
+    """One reading of a message's text: a vector is made from its words (text parts
+    joined by newlines, empty ones left out), never from its tool calls' JSON."""
+    system = await open_system(**QUIET)
+    embedded = []
+
+    async def call_app(name, payload):
+        embedded.extend(payload["texts"])
+        return toy_vectors(payload["texts"])
+
+    system.ports.call_app = call_app
+    sid = (await system.sessions.create_session({}))["sessionId"]
+    parts = [{"type": "text", "text": "checking the weather"}, {"type": "text", "text": ""},
+             {"type": "text", "text": "in Oslo"}]  # fmt: skip
+    call = {"id": "c1", "type": "function", "function": {"name": "forecast", "arguments": "{}"}}
+    await system.sessions.add_message(
+        sid, {"role": "assistant", "content": parts, "tool_calls": [call]}
+    )
+    await system.configure_embeddings({"provider": "custom", "model": "toy", "dimensions": 48})
+    await settled(system, indexed=1)
+    assert embedded == ["checking the weather\nin Oslo"]
+    found = await system.searcher.search({"query": "forecast", "strategy": "keyword"})
+    assert found["results"] == []  # keyword search does not index tool calls either
+
+
 async def case_the_indexer_waits_on_the_systems_clock(open_system):
     """The indexer's waits (the retry after a failure, the settle after a write, which
     lets a burst of writes fill one batch) are on the system's clock: nothing is embedded

@@ -22,8 +22,8 @@ from array import array
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..context.tokens import message_token_text
 from ..errors import InvalidValueError
+from ..models import message_text
 from ..sessions import SessionStore
 from ..storage.driver import native_bytes
 from ..storage.values import loads
@@ -270,7 +270,7 @@ class VectorIndex:
             # The words as written (the folded column drops accents some languages need).
             # Batches of similar lengths: a batch is padded to its longest text.
             rows = [
-                (sid, record, text_hash, message_token_text(loads(body)))
+                (sid, record, text_hash, message_text(loads(body)))
                 for sid, record, text_hash, body in window.tuples()
             ]
             rows.sort(key=lambda row: len(row[3]))
