@@ -23,9 +23,7 @@ demo: dist
 	@echo "airi-memory demo: http://127.0.0.1:$(PORT)/"
 	$(PY) build/serve.py --port $(PORT)
 
-test: dist
-	$(PY) -m ruff check .
-	$(PY) -m ruff format --check .
+test: lint dist
 	$(PY) -m pytest
 
 test-unit: $(STAMP_VENV)
@@ -42,8 +40,11 @@ bench: dist
 eval: dist
 	$(PY) bench/eval/run_eval.py
 
+# Style, then the import contract (layers; js/pyodide only in py/airi_memory/browser).
+# No cache: it once kept a verdict for a file edited back within the same second.
 lint: $(STAMP_VENV)
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .
+	PYTHONPATH=py $(VENV)/bin/lint-imports --no-cache
 
 format: $(STAMP_VENV)
 	$(PY) -m ruff check --fix . && $(PY) -m ruff format .
