@@ -22,9 +22,9 @@ async def run_case(selenium, common: str, source: str, filename: str, case_name:
     import sys
     import types
 
-    from js import Object, airiHost
-    from pyodide.ffi import to_js
+    from js import airiHost
 
+    from airi_memory.browser.ffi import to_javascript
     from airi_memory.browser.host import open_browser_system
 
     # The contracts import contract.common: give Pyodide that module from its source.
@@ -44,8 +44,7 @@ async def run_case(selenium, common: str, source: str, filename: str, case_name:
         if separate_engine:  # a second tab has its own DuckDB (the same IndexedDB)
             from js import createAiriHost, location
 
-            runtime = to_js({"runtimeUrl": location.href}, dict_converter=Object.fromEntries)
-            host = await createAiriHost(runtime)
+            host = await createAiriHost(to_javascript({"runtimeUrl": location.href}))
         time = {"clock": clock, "sleep": clock.sleep} if clock else {}
         system = await open_browser_system(
             host, {"userId": "tester", **options}, local_model=False, **time
