@@ -34,9 +34,7 @@ demo: dist
 	@echo "airi-memory demo: http://127.0.0.1:$(PORT)/"
 	$(PY) build/serve.py --port $(PORT)
 
-test: browser dist
-	$(PY) -m ruff check .
-	$(PY) -m ruff format --check .
+test: browser lint dist
 	$(PY) -m pytest
 
 test-unit: $(STAMP_VENV)
@@ -53,8 +51,11 @@ bench: browser dist
 eval: browser dist
 	$(PY) bench/eval/run_eval.py
 
+# Style, then the import contract (layers; js/pyodide only in py/airi_memory/browser).
+# No cache: it once kept a verdict for a file edited back within the same second.
 lint: $(STAMP_VENV)
 	$(PY) -m ruff check . && $(PY) -m ruff format --check .
+	PYTHONPATH=py $(VENV)/bin/lint-imports --no-cache
 
 format: $(STAMP_VENV)
 	$(PY) -m ruff check --fix . && $(PY) -m ruff format .

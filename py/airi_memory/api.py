@@ -19,9 +19,9 @@ from typing import Any
 from . import __version__, diagnostics, transfer
 from .api_methods import METHODS
 from .context import ComposeOptions, Composer, ContextStore, TokenCounter, Tokens
-from .context.recall import recall_memories
 from .errors import AiriMemoryError, InvalidValueError, UnknownMethodError
-from .llm import HttpTransport, LlmConfig, make_provider
+from .http import HttpTransport
+from .llm import LlmConfig, make_provider
 from .models import MessageRetentionPolicy, RetentionPolicy, json_schemas, now_ms, validate_or_raise
 from .options import SystemOptions, parse_options
 from .policy import (
@@ -31,6 +31,7 @@ from .policy import (
     apply_retention_policy,
     scheduled_retention,
 )
+from .recall import recall_memories
 from .search.embeddings import Embedder, EmbeddingConfig, make_embedder
 from .search.semantic import VectorIndex
 from .search.service import Searcher
@@ -43,6 +44,7 @@ from .storage import Storage
 from .storage.public import PublicStorage
 
 AppCall = Callable[[str, Any], Awaitable[Any]]
+Sleep = Callable[[float], Awaitable[None]]
 
 
 @dataclass
@@ -65,12 +67,14 @@ class MemorySystem:
         options: SystemOptions,
         sessions: SessionStore,
         ports: HostPorts,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.storage = storage
         self.sql = sql
         self.options = options
         self.sessions = sessions
         self.ports = ports
+        self.sleep = sleep  # background work waits on the system's time (tests: a fake one)
         public = PublicStorage(storage, [LIBRARY_KEYS])  # the app's view: ours is read-only
         self._public = public
         self.context = ContextStore(
@@ -90,7 +94,7 @@ class MemorySystem:
         self.embeddings_note: str | None = None
         sessions.write_listeners.append(self._wake_indexer)
         self.scheduler = RetentionScheduler(
-            self._scheduled_retention, options.retention.interval_ms, sessions.clock
+            self._scheduled_retention, options.retention.interval_ms, sleep
         )
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {
             method.name: _handler(self, method.handler) for method in METHODS
@@ -105,12 +109,13 @@ class MemorySystem:
         clock: Callable[[], int] = now_ms,
         publish: Callable[[int], None] | None = None,
         ports: HostPorts | None = None,
+        sleep: Sleep = asyncio.sleep,
     ) -> "MemorySystem":
         options = parse_options(raw_options)
         sessions = await SessionStore.open(
             storage, SessionMirror(sql), options.user_id, options.cache, clock, publish
         )
-        system = cls(storage, sql, options, sessions, ports or HostPorts())
+        system = cls(storage, sql, options, sessions, ports or HostPorts(), sleep)
         system._configure_embeddings(options.embeddings)
         if system.ports.emit:  # records found damaged from now on; start-up's are in info()
             emit = system.ports.emit
@@ -236,7 +241,9 @@ class MemorySystem:
         embedder, self.embeddings_note = make_embedder(
             config, ports.local_embedder, ports.http, ports.call_app
         )
-        self.vectors = VectorIndex(self.sessions, embedder, self.ports.emit) if embedder else None
+        self.vectors = (
+            VectorIndex(self.sessions, embedder, self.ports.emit, self.sleep) if embedder else None
+        )
         self.searcher.semantic = self.vectors
         if self.vectors is not None:
             self.vectors.start()

@@ -14,6 +14,7 @@ attached fields and unknown fields bounded in bytes and nesting.
 import math
 import secrets
 import time
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
@@ -262,6 +263,21 @@ class SummaryInfo(_Wire):
         return data
 
 
+def message_text(message: Mapping[str, Any]) -> str:
+    """The words of a message (a stored record or one being composed), whatever the shape
+    of its content: a string, or its text parts joined by newlines. The one reading of a
+    message's text: search indexes and embeds it, recall quotes it, and token counts add
+    the tool calls to it (``context.tokens.message_token_text``)."""
+    content = message.get("content", "")
+    if isinstance(content, list):
+        return "\n".join(
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str) and part["text"]
+        )
+    return content if isinstance(content, str) else ""
+
+
 class ChatHistoryItem(_Wire):
     ALWAYS_WRITTEN = ("id", "role", "content", "created_at")
     id: str = Field(default_factory=new_id, min_length=1, max_length=MAX_ID_CHARS)
@@ -288,12 +304,6 @@ class ChatHistoryItem(_Wire):
                 )
             return _bounded_field(value, info)
         return value
-
-    def text(self) -> str:
-        """The words of the message, whatever its content shape (for search and tokens)."""
-        if isinstance(self.content, str):
-            return self.content
-        return "\n".join(part.text for part in self.content if part.text)
 
 
 class ChatSessionMeta(_Wire):

@@ -9,7 +9,7 @@ import asyncio
 from airi_memory.errors import ContextTooLongError, InvalidValueError, ProviderError
 from airi_memory.llm import LlmConfig
 from airi_memory.llm.providers import CallbackLlm
-from contract.common import DAY, QUIET, START, Clock, expect_error
+from contract.common import DAY, QUIET, START, Clock, eventually, expect_error
 
 
 def context(source_type, content, **extra):
@@ -315,24 +315,29 @@ async def case_retention_of_many_sessions_keeps_other_tabs_edits(open_system):
 
 
 async def case_retention_scheduler_runs_at_start_and_on_interval(open_system):
+    """On the system's clock: a run at start, one per interval, none once stopped, and
+    never two at once. The case moves the clock; no wall-clock time is waited for."""
     clock = Clock()
     quiet = await open_system(clock=clock, **QUIET)
     await aged_sessions(quiet, clock, [("stale", 45, {}), ("fresh", 1, {})])
     system = await open_system(
         clock=clock, retention={"intervalMs": 20}, context={"datetime": False}
     )
-    for _ in range(200):
-        await asyncio.sleep(0.01)
-        if system.scheduler.runs >= 3:
-            break
-    status = await system.scheduler.stop()
-    assert status["runs"] >= 3 and status["scheduled"] is False
+    scheduler = system.scheduler
+    await eventually(lambda: scheduler.runs == 1 and clock.sleepers == 1, "the run at start")
+    await clock.advance(19)
+    assert scheduler.runs == 1 and clock.sleepers == 1  # the interval has not passed
+    for runs in (2, 3):
+        await clock.advance(20)
+        ran = lambda n=runs: scheduler.runs == n and clock.sleepers == 1  # noqa: E731
+        await eventually(ran, f"run {runs}")
+    status = await scheduler.stop()
+    assert status["runs"] == 3 and status["scheduled"] is False and clock.sleepers == 0
     assert status["lastReport"]["sessions"]["archivedInactive"] == []  # archived by the first
     archived = {m["title"]: m["archived"] for m in await system.sessions.get_all_sessions()}
     assert archived == {"stale": True, "fresh": False}
-    runs = status["runs"]
-    await asyncio.sleep(0.08)
-    assert system.scheduler.runs == runs  # stopped means stopped
+    await clock.advance(10 * 20)
+    assert scheduler.runs == 3  # stopped means stopped
     # Never two at once: while the app's own run holds the scheduler, ticks are skipped,
     # and another run waits for it.
     release = asyncio.Event()
@@ -341,16 +346,18 @@ async def case_retention_scheduler_runs_at_start_and_on_interval(open_system):
         await release.wait()
         return {"slow": True}
 
-    held = asyncio.ensure_future(system.scheduler.exclusive(slow))
-    system.scheduler.start(run_now=False)
+    held = asyncio.ensure_future(scheduler.exclusive(slow))
+    scheduler.start(run_now=False)
     waiting = asyncio.ensure_future(system.apply_retention_policy())
-    await asyncio.sleep(0.1)
-    assert system.scheduler.status()["inProgress"] and system.scheduler.skipped >= 2
-    assert not waiting.done() and system.scheduler.runs == runs
+    await eventually(lambda: clock.sleepers == 1, "the scheduler waits for its interval")
+    for skipped in (1, 2):
+        await clock.advance(20)
+        await eventually(lambda n=skipped: scheduler.skipped == n, f"{skipped} ticks skipped")
+    assert scheduler.status()["inProgress"] and not waiting.done() and scheduler.runs == 3
     release.set()
     assert await held == {"slow": True}
     assert (await waiting)["archivedInactive"] == []
-    await system.scheduler.stop()
+    await scheduler.stop()
 
 
 # --- summarisation ----------------------------------------------------------------

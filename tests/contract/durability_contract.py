@@ -145,7 +145,7 @@ async def case_a_damaged_journal_head_never_numbers_entries_again(open_system):
     sid = (await here.sessions.create_session())["sessionId"]
     await _say(here, sid, "m0", "m1", "m2")
     await there.sessions.sync()
-    local = here.storage.mount_driver("local")
+    local = here.storage.get_mount("local").driver
     for damage in ("garbage", None):
         if damage is None:
             await local.remove_item("memory:journal-head")
@@ -165,7 +165,7 @@ async def case_a_damaged_record_is_quarantined_and_start_up_goes_on(open_system)
     system = await open_system(clock=Clock(), **QUIET)
     sid = (await system.sessions.create_session())["sessionId"]
     await _say(system, sid, "fine")
-    local = system.storage.mount_driver("local")  # beneath the public API, as a bad disk
+    local = system.storage.get_mount("local").driver  # beneath the public API, as a bad disk
     damaged = {
         "memory:sessions:broken": "{not json",
         "memory:sessions:wrong": '{"sessionId": "other", "title": "x"}',
@@ -254,7 +254,7 @@ async def case_input_nested_too_deep_is_refused_and_stored_records_are_quarantin
     await here.sessions.snapshot()
     await _say(here, sid, "m2")
     await here.sessions.snapshot()  # the journal the other tab needs is pruned
-    local = here.storage.mount_driver("local")  # beneath the API, as another tool writes
+    local = here.storage.get_mount("local").driver  # beneath the API, as another tool writes
     m0_key = sorted(await local.get_keys("memory:messages"))[0]
     text = '{"a":' * 10_000 + "0" + "}" * 10_000
     await local.set_item(m0_key, text)  # where m0 was
@@ -292,7 +292,7 @@ async def case_a_row_duckdb_refuses_is_quarantined_and_the_rest_reach_the_mirror
     await _say(here, sid, "m0")
     await there.sessions.load_session_messages(sid)
     await _say(here, sid, "m1", "m2", "m3", "m4", "m5", "m6")  # one columnar flush there
-    local = here.storage.mount_driver("local")  # beneath the API, as another tool writes
+    local = here.storage.get_mount("local").driver  # beneath the API, as another tool writes
     m3_key = sorted(await local.get_keys("memory:messages"))[3]
     record = json.loads(await local.get_item(m3_key))
     assert record["content"] == "m3"

@@ -7,7 +7,7 @@ import math
 from airi_memory.errors import InvalidValueError
 from airi_memory.search.filters import SearchFilters, scope
 from airi_memory.search.keyword import bm25
-from contract.common import DAY, QUIET, START, expect_error
+from contract.common import DAY, QUIET, START, Clock, eventually, expect_error
 
 
 async def session_with(system, texts, **meta):
@@ -573,6 +573,67 @@ async def case_failed_embedding_calls_show_in_the_status(open_system):
     status = await system.embeddings_status()
     assert status["state"] == "error" and "embedding service down" in status["lastError"]
     assert (status["indexed"], status["pending"]) == (0, 2)
+
+
+async def case_vectors_are_made_from_the_words_keyword_search_indexes(open_system):
+    """One reading of a message's text: a vector is made from its words (text parts
+    joined by newlines, empty ones left out), never from its tool calls' JSON."""
+    system = await open_system(**QUIET)
+    embedded = []
+
+    async def call_app(name, payload):
+        embedded.extend(payload["texts"])
+        return toy_vectors(payload["texts"])
+
+    system.ports.call_app = call_app
+    sid = (await system.sessions.create_session({}))["sessionId"]
+    parts = [{"type": "text", "text": "checking the weather"}, {"type": "text", "text": ""},
+             {"type": "text", "text": "in Oslo"}]  # fmt: skip
+    call = {"id": "c1", "type": "function", "function": {"name": "forecast", "arguments": "{}"}}
+    await system.sessions.add_message(
+        sid, {"role": "assistant", "content": parts, "tool_calls": [call]}
+    )
+    await system.configure_embeddings({"provider": "custom", "model": "toy", "dimensions": 48})
+    await settled(system, indexed=1)
+    assert embedded == ["checking the weather\nin Oslo"]
+    found = await system.searcher.search({"query": "forecast", "strategy": "keyword"})
+    assert found["results"] == []  # keyword search does not index tool calls either
+
+
+async def case_the_indexer_waits_on_the_systems_clock(open_system):
+    """The indexer's waits (the retry after a failure, the settle after a write, which
+    lets a burst of writes fill one batch) are on the system's clock: nothing is embedded
+    until the clock has passed them, and then at once."""
+    from airi_memory.search.semantic import RETRY_S, SETTLE_S
+
+    clock = Clock()
+    system = await open_system(clock=clock, **QUIET)
+    calls, outage = [], {"down": True}
+
+    async def call_app(name, payload):
+        calls.append(payload["texts"])
+        if outage["down"]:
+            raise RuntimeError("embedding service down")
+        return toy_vectors(payload["texts"])
+
+    system.ports.call_app = call_app
+    sid, _ = await session_with(system, ["first words"])
+    await system.configure_embeddings({"provider": "custom", "model": "toy", "dimensions": 48})
+    assert "embedding service down" in (await settled(system, "error"))["lastError"]
+    await eventually(lambda: clock.sleepers == 1, "the wait before a retry")
+    outage["down"] = False
+    await clock.advance(round(RETRY_S * 1000) - 1)
+    assert calls == [["first words"]]  # not before its time
+    await clock.advance(1)
+    assert (await settled(system, indexed=1))["indexed"] == 1
+    assert calls == [["first words"]] * 2
+    await system.sessions.add_message(sid, {"role": "user", "content": "second words"})
+    await system.sessions.add_message(sid, {"role": "user", "content": "third words"})
+    await eventually(lambda: clock.sleepers == 1, "the settle after a write")
+    assert len(calls) == 2
+    await clock.advance(round(SETTLE_S * 1000))
+    assert (await settled(system, indexed=3))["indexed"] == 3
+    assert sorted(calls[2]) == ["second words", "third words"]  # one batch for the burst
 
 
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -22,15 +22,10 @@ async def run_case(selenium, common: str, source: str, filename: str, case_name:
     import sys
     import types
 
-    from js import Object, airiHost
-    from pyodide.ffi import to_js
+    from js import airiHost
 
-    from airi_memory.api import HostPorts, MemorySystem
-    from airi_memory.context.gpt_tokenizer import GptTokenizer
-    from airi_memory.llm.fetch_transport import FetchTransport
-    from airi_memory.sql.wasm import WasmDuckDb
-    from airi_memory.storage import MemoryDriver, Storage
-    from airi_memory.storage.indexeddb import IndexedDbDriver
+    from airi_memory.browser.ffi import to_javascript
+    from airi_memory.browser.host import open_browser_system
 
     # The contracts import contract.common: give Pyodide that module from its source.
     package, shared = types.ModuleType("contract"), types.ModuleType("contract.common")
@@ -43,21 +38,17 @@ async def run_case(selenium, common: str, source: str, filename: str, case_name:
     opened = []
 
     async def open_system(clock=None, separate_engine=False, **options):
+        """The worker's own opener; no local model, as on CPython. A hand-moved clock is
+        also the system's sleep."""
         host = airiHost
-        if separate_engine:  # a second tab has its own DuckDB
+        if separate_engine:  # a second tab has its own DuckDB (the same IndexedDB)
             from js import createAiriHost, location
 
-            runtime = to_js({"runtimeUrl": location.href}, dict_converter=Object.fromEntries)
-            host = await createAiriHost(runtime)
-        storage = Storage(MemoryDriver())
-        storage.mount("local", IndexedDbDriver(airiHost.idb, base="airi-local"))
-        storage.mount("outbox", IndexedDbDriver(airiHost.idb, base="airi-sync-queue"))
-        extra = {"clock": clock} if clock else {}
-        ports = HostPorts(tokens=GptTokenizer(host.tokens), http=FetchTransport(host.http))
-        system = await MemorySystem.open(
-            storage, WasmDuckDb(host.sql), {"userId": "tester", **options}, ports=ports,
-            **extra,
-        )  # fmt: skip
+            host = await createAiriHost(to_javascript({"runtimeUrl": location.href}))
+        time = {"clock": clock, "sleep": clock.sleep} if clock else {}
+        system = await open_browser_system(
+            host, {"userId": "tester", **options}, local_model=False, **time
+        )
         opened.append(system)
         return system
 

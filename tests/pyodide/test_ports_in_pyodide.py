@@ -20,8 +20,8 @@ SQL_SOURCE = (CONTRACTS / "sql_contract.py").read_text()
 async def run_storage_case(selenium, source: str, case_name: str, kind: str) -> str:
     from js import airiHost
 
+    from airi_memory.browser.indexeddb import IndexedDbDriver
     from airi_memory.storage import MemoryDriver, Storage
-    from airi_memory.storage.indexeddb import IndexedDbDriver
 
     namespace: dict = {}
     exec(compile(source, "storage_contract.py", "exec"), namespace)
@@ -40,7 +40,7 @@ async def run_storage_case(selenium, source: str, case_name: str, kind: str) -> 
 async def run_sql_case(selenium, source: str, case_name: str) -> str:
     from js import airiHost
 
-    from airi_memory.sql.wasm import WasmDuckDb
+    from airi_memory.browser.sql import WasmDuckDb
 
     namespace: dict = {}
     exec(compile(source, "sql_contract.py", "exec"), namespace)

@@ -8,7 +8,7 @@ from pytest_pyodide import run_in_pyodide
 async def exact_counts(selenium) -> list:
     from js import airiHost
 
-    from airi_memory.context.gpt_tokenizer import GptTokenizer
+    from airi_memory.browser.tokenizer import GptTokenizer
 
     counter = GptTokenizer(airiHost.tokens)
     texts = ["hello world", "antidisestablishmentarianism", "2 + 2 = 4", "お誕生日おめでとう",
@@ -34,20 +34,11 @@ def test_exact_token_counts_in_the_browser(browser_host):
 async def compose_with_exact_counts(selenium) -> dict:
     from js import airiHost
 
-    from airi_memory.api import HostPorts, MemorySystem
-    from airi_memory.context.gpt_tokenizer import GptTokenizer
-    from airi_memory.sql.wasm import WasmDuckDb
-    from airi_memory.storage import MemoryDriver, Storage
+    from airi_memory.browser.host import open_browser_system
 
     await airiHost.idb.open("keyval-store", "keyval").clear("")
-    storage = Storage(MemoryDriver())
-    storage.mount("local", MemoryDriver())
-    system = await MemorySystem.open(
-        storage,
-        WasmDuckDb(airiHost.sql),
-        {"retention": {"enabled": False}, "context": {"datetime": False}},
-        ports=HostPorts(tokens=GptTokenizer(airiHost.tokens)),
-    )
+    options = {"retention": {"enabled": False}, "context": {"datetime": False}}
+    system = await open_browser_system(airiHost, options, local_model=False)
     sid = (await system.sessions.create_session({"systemPrompt": "hello world"}))["sessionId"]
     await system.sessions.add_message(sid, {"role": "user", "content": "2 + 2 = 4"})
     composed = await system.compose_messages(sid, {"model": "gpt-4-turbo", "details": True})

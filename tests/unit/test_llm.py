@@ -1,4 +1,5 @@
-"""The OpenAI-compatible provider on CPython, against a real local HTTP server."""
+"""The OpenAI-compatible provider on CPython: against a real local HTTP server where the
+network path matters, through the in-process transport where only the replies do."""
 
 import asyncio
 import json
@@ -6,9 +7,11 @@ import json
 import pytest
 
 from airi_memory.errors import InvalidValueError, ProviderError
-from airi_memory.hosts.native import open_memory_system
+from airi_memory.http import HttpReply
+from airi_memory.http.fake import FakeTransport, HttpRequest
 from airi_memory.llm import LlmConfig
 from airi_memory.llm.providers import CallbackLlm
+from airi_memory.native.host import open_native_system
 from llm_server import LlmServer
 
 SECRET = "sk-test-do-not-leak"
@@ -21,12 +24,17 @@ def llm():
     server.close()
 
 
-async def summarising_system(llm, **extra):
-    config = {"provider": "openai", "baseUrl": llm.base_url, "model": "tiny", "apiKey": SECRET,
+async def summarising_system(base_url, http=None, **extra):
+    """A system whose summariser is the provider at ``base_url``, reached through ``http``
+    (urllib unless given)."""
+    config = {"provider": "openai", "baseUrl": base_url, "model": "tiny", "apiKey": SECRET,
               **extra}  # fmt: skip
-    system = await open_memory_system(
-        summarizer=config, retention={"enabled": False}, context={"datetime": False}
-    )
+    options = {
+        "summarizer": config,
+        "retention": {"enabled": False},
+        "context": {"datetime": False},
+    }
+    system = await open_native_system(None, options, http=http)
     sid = (await system.sessions.create_session({"systemPrompt": "You are Airi."}))["sessionId"]
     for i in range(8):
         await system.sessions.add_message(sid, {"role": "user", "content": f"turn {i}"})
@@ -34,7 +42,7 @@ async def summarising_system(llm, **extra):
 
 
 async def test_summary_from_a_chat_completions_server(llm):
-    system, sid = await summarising_system(llm)
+    system, sid = await summarising_system(llm.base_url)
     report = await system.summarizer.summarize_old_context(sid, 3)
     assert report["summarized"] == 5 and report["method"] == "llm"
     request = llm.requests[0]
@@ -65,7 +73,7 @@ async def test_summary_from_a_chat_completions_server(llm):
 )
 async def test_failing_server_changes_nothing(llm, mode, words):
     llm.mode, llm.delay = mode, 1.5
-    system, sid = await summarising_system(llm, timeoutMs=300)
+    system, sid = await summarising_system(llm.base_url, timeoutMs=300)
     before = await system.sessions.load_session_messages(sid)
     reply = await system.dispatch("summarizeOldContext", [sid, 3])
     assert reply["ok"] is False and reply["error"]["name"] == "ProviderError"
@@ -81,7 +89,7 @@ async def test_failing_server_changes_nothing(llm, mode, words):
 async def test_unreachable_server_and_bad_config(llm):
     port = llm.port
     llm.close()
-    system, sid = await summarising_system(llm)
+    system, sid = await summarising_system(llm.base_url)
     with pytest.raises(ProviderError, match=f"cannot reach http://127.0.0.1:{port}"):
         await system.summarizer.summarize_old_context(sid, 3)
     bad = await system.dispatch("configureSummarizer", [{"provider": "carrier-pigeon"}])
@@ -104,7 +112,7 @@ async def settled(system, state):
 async def test_embeddings_from_an_openai_compatible_server(llm):
     config = {"provider": "openai", "baseUrl": llm.base_url, "model": "tiny-embed",
               "dimensions": 48, "apiKey": SECRET}  # fmt: skip
-    system = await open_memory_system(embeddings=config, retention={"enabled": False})
+    system = await open_native_system(None, {"embeddings": config, "retention": {"enabled": False}})
     sid = (await system.sessions.create_session({}))["sessionId"]
     for text in ["orange juice please", "the train is late"]:
         await system.sessions.add_message(sid, {"role": "user", "content": text})
@@ -127,7 +135,7 @@ async def test_embeddings_from_an_openai_compatible_server(llm):
 async def test_a_failing_embeddings_server(llm, mode, words):
     llm.mode = mode
     config = {"provider": "openai", "baseUrl": llm.base_url, "dimensions": 48}
-    system = await open_memory_system(embeddings=config, retention={"enabled": False})
+    system = await open_native_system(None, {"embeddings": config, "retention": {"enabled": False}})
     sid = (await system.sessions.create_session({}))["sessionId"]
     await system.sessions.add_message(sid, {"role": "user", "content": "kept whatever happens"})
     status = await settled(system, "error")
@@ -161,9 +169,30 @@ def assert_redacted(text: str) -> None:
     assert "https://provider.example/help" in text and "HTTP 500" in text
 
 
-async def test_provider_errors_are_stored_and_shown_redacted(llm):
-    llm.mode, llm.error_body = "500", leaky_body()
-    system, sid = await summarising_system(llm)
+def failing_with(status, body):
+    """An in-process provider that answers every request with ``status`` and ``body``."""
+
+    async def reply(request: HttpRequest) -> HttpReply:
+        return HttpReply(status, body)
+
+    return FakeTransport(reply)
+
+
+IN_PROCESS_URL = "https://provider.example/v1"  # answered by a FakeTransport, never dialled
+
+
+async def test_the_in_process_transport_times_out_as_the_real_ones_do():
+    async def never(request: HttpRequest) -> HttpReply:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    with pytest.raises(ProviderError, match=f"no reply from {IN_PROCESS_URL} within 0.05 s"):
+        await FakeTransport(never).post_json(IN_PROCESS_URL, {}, "{}", 0.05)
+
+
+async def test_provider_errors_are_stored_and_shown_redacted():
+    http = failing_with(500, leaky_body())
+    system, sid = await summarising_system(IN_PROCESS_URL, http)
     reply = await system.dispatch("summarizeOldContext", [sid, 3])
     assert reply["error"]["name"] == "ProviderError"
     assert_redacted(reply["error"]["message"])
@@ -173,15 +202,22 @@ async def test_provider_errors_are_stored_and_shown_redacted(llm):
     assert SECRET not in json.dumps(status)
     stored = await system.storage.get_item(system.summarizer.failures_key)
     assert_redacted(stored[sid]["error"])
+    [request] = http.requests
+    assert request.url == "https://provider.example/v1/chat/completions"
+    assert request.headers["Authorization"] == f"Bearer {SECRET}"
+    assert request.json()["model"] == "tiny"
 
 
-async def test_embedding_provider_errors_are_shown_redacted(llm):
-    llm.mode, llm.error_body = "500", leaky_body()
-    config = {"provider": "openai", "baseUrl": llm.base_url, "dimensions": 48, "apiKey": SECRET}
-    system = await open_memory_system(embeddings=config, retention={"enabled": False})
+async def test_embedding_provider_errors_are_shown_redacted():
+    config = {"provider": "openai", "baseUrl": IN_PROCESS_URL, "dimensions": 48,
+              "apiKey": SECRET}  # fmt: skip
+    options = {"embeddings": config, "retention": {"enabled": False}}
+    http = failing_with(500, leaky_body())
+    system = await open_native_system(None, options, http=http)
     sid = (await system.sessions.create_session({}))["sessionId"]
     await system.sessions.add_message(sid, {"role": "user", "content": "hello"})
     assert_redacted((await settled(system, "error"))["lastError"])
+    assert [r.json()["input"] for r in http.requests] == [["hello"]]
 
 
 @pytest.mark.parametrize(
@@ -196,14 +232,14 @@ async def test_embedding_provider_errors_are_shown_redacted(llm):
     ],
 )
 async def test_base_urls_that_would_expose_the_key_are_refused(base_url):
-    system = await open_memory_system(retention={"enabled": False})
+    system = await open_native_system(None, {"retention": {"enabled": False}})
     for method, provider in (("configureSummarizer", "openai"), ("configureEmbeddings", "openai")):
         reply = await system.dispatch(method, [{"provider": provider, "baseUrl": base_url}])
         assert reply["error"]["name"] == "InvalidValueError"
         assert "baseUrl" in reply["error"]["message"]
         assert "sk-in-query" not in reply["error"]["message"]
     with pytest.raises(InvalidValueError, match=r"summarizer\.baseUrl"):
-        await open_memory_system(summarizer={"provider": "openai", "baseUrl": base_url})
+        await open_native_system(None, {"summarizer": {"provider": "openai", "baseUrl": base_url}})
 
 
 @pytest.mark.parametrize(
@@ -212,7 +248,7 @@ async def test_base_urls_that_would_expose_the_key_are_refused(base_url):
      "https://api.example.com/v1"],
 )  # fmt: skip
 async def test_https_and_loopback_base_urls_are_accepted(base_url):
-    system = await open_memory_system(retention={"enabled": False})
+    system = await open_native_system(None, {"retention": {"enabled": False}})
     reply = await system.dispatch(
         "configureSummarizer", [{"provider": "openai", "baseUrl": base_url, "apiKey": SECRET}]
     )
@@ -224,7 +260,9 @@ async def test_an_app_callbacks_error_is_stored_redacted_too():
     async def failing(request):
         raise RuntimeError(f"proxy https://llm.example/v1?token={SECRET} said Bearer {SECRET}")
 
-    system = await open_memory_system(retention={"enabled": False}, context={"datetime": False})
+    system = await open_native_system(
+        None, {"retention": {"enabled": False}, "context": {"datetime": False}}
+    )
     config = LlmConfig(provider="callback", apiKey="sk-unrelated-key")
     system.summarizer.provider = CallbackLlm(config, failing)
     sid = (await system.sessions.create_session({}))["sessionId"]

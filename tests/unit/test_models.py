@@ -158,3 +158,14 @@ def test_a_lone_surrogate_anywhere_in_input_is_refused_where_it_is():
         with pytest.raises(InvalidValueError, match="lone surrogate") as refused:
             validate_or_raise(ChatHistoryItem, message, "message")
         assert repr(path) in str(refused.value)
+
+
+def test_message_text_is_the_words_whatever_the_content_shape():
+    from airi_memory.models import message_text
+
+    parts = [{"type": "text", "text": "one"}, {"type": "image_url", "image_url": {"url": "x"}},
+             {"type": "text", "text": ""}, {"type": "text", "text": "two"}, "stray", {"text": 5}]  # fmt: skip
+    assert message_text({"role": "user", "content": parts}) == "one\ntwo"
+    assert message_text({"role": "user", "content": "plain words"}) == "plain words"
+    assert message_text({"role": "assistant", "tool_calls": [{"id": "c1"}]}) == ""
+    assert message_text({"role": "user", "content": None}) == ""

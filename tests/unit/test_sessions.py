@@ -76,13 +76,13 @@ def test_export_import_round_trip_keeps_every_session_and_message(tmp_path, sess
 
 
 async def test_native_host_keeps_sessions_in_a_folder(tmp_path):
-    from airi_memory.hosts.native import open_memory_system
+    from airi_memory.native.host import open_native_system
 
-    first = await open_memory_system(tmp_path, userId="desk")
+    first = await open_native_system(tmp_path, {"userId": "desk"})
     sid = (await first.sessions.create_session({"title": "On disk"}))["sessionId"]
     await first.sessions.add_message(sid, {"role": "user", "content": "still here?"})
     assert (tmp_path / "airi-local" / "memory" / "sessions" / sid).is_file()
-    second = await open_memory_system(tmp_path, userId="desk")
+    second = await open_native_system(tmp_path, {"userId": "desk"})
     assert [m["content"] for m in await second.sessions.load_session_messages(sid)] == [
         "still here?"
     ]

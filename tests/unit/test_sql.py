@@ -2,7 +2,7 @@
 
 import pytest
 
-from airi_memory.sql.native import NativeDuckDb
+from airi_memory.native.sql import NativeDuckDb
 from contract.sql_contract import CASES
 
 

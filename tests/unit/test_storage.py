@@ -5,8 +5,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from airi_memory.errors import InvalidKeyError
+from airi_memory.native.fs import FsDriver
 from airi_memory.storage import MemoryDriver, Storage
-from airi_memory.storage.fs import FsDriver
 from airi_memory.storage.keys import from_key_segment, item_key, key_segment, normalize_key
 from airi_memory.storage.values import destr, stringify
 from contract.storage_contract import CASES

@@ -20,7 +20,7 @@ import {
 const NUMERIC_TYPE_IDS = new Set([2, 3]); // Arrow Type.Int, Type.Float
 
 /** DuckDB's worker died or stopped answering; every later call fails with it too. Python
- *  maps it by name (py/airi_memory/sql/wasm.py) to its own SqlEngineStoppedError. */
+ *  maps it by name (py/airi_memory/browser/sql.py) to its own SqlEngineStoppedError. */
 export class SqlEngineStoppedError extends Error {
   name = "SqlEngineStoppedError";
 }

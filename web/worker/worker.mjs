@@ -68,7 +68,7 @@ async function boot(options, withTestHooks) {
     }),
   ).then((loaded) => {
     pyodide = loaded;
-    return timed("imports", Promise.resolve(loaded.pyimport("airi_memory.hosts.browser")));
+    return timed("imports", Promise.resolve(loaded.pyimport("airi_memory.browser.host")));
   });
   // Tabs of one origin hint each other that the journal moved; each then catches up from
   // IndexedDB itself. A hint carries nothing to trust, and one lost (a frozen tab, a

@@ -15,15 +15,12 @@ from cachetools import LRUCache
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ContextTooLongError, InvalidValueError
-from .summaries import is_summary, latest_summary
+from .summaries import SessionSplit, is_summary, split_session
 from .tokens import ESTIMATE, ModelPreset, Tokens, find_preset, message_token_text
 
 WINDOWS_KEPT = 16  # sessions whose units and counts are kept between compositions
 # Fields of a stored message that belong in an OpenAI-style chat request.
 SENT_FIELDS = ("role", "content", "name", "tool_calls", "tool_call_id")
-
-
-RECALL_HEADING = "Relevant memories from earlier conversations (recalled; they may be out of date):"
 
 
 class RecallOptions(BaseModel):
@@ -88,41 +85,15 @@ class Unit:
 
 @dataclass
 class Window:
-    """A stored session as composition sees it: the system prompt (a leading system
-    message), the newest summary, and the history it does not cover, in units."""
+    """A stored session as composition sees it: its split (system prompt, newest summary,
+    covered turns) and the history the summary does not cover, in units."""
 
     source: list[dict[str, Any]]
-    system: dict[str, Any] | None = None
-    summary: dict[str, Any] | None = None
-    covered: set[str] = field(default_factory=set)  # ids of the turns the summary stands for
+    split: SessionSplit
     units: list[Unit] = field(default_factory=list)
     history: int = 0  # messages in the history, orphans included
     # Whether a tool result arriving next belongs to the last unit (its head called it).
     open_for_tools: bool = False
-
-
-def split_session(messages: list[dict[str, Any]], use_summary: bool = True) -> Window:
-    window = Window(messages)
-    if messages and messages[0].get("role") == "system" and not is_summary(messages[0]):
-        window.system = messages[0]
-    if use_summary:
-        window.summary, window.covered = latest_summary(messages)
-    return window
-
-
-def history_of(window: Window, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What of ``messages`` belongs in the history: not summaries, not covered by the
-    summary, and not ``error`` messages (those are for the user's eyes, not the model's)."""
-    covered = window.covered
-    skip = window.system
-    return [
-        m
-        for m in messages
-        if m is not skip
-        and not is_summary(m)
-        and m.get("role") != "error"
-        and m.get("id") not in covered
-    ]
 
 
 class Composer:
@@ -164,11 +135,11 @@ class Composer:
         if window is not None and _grew(window.source, messages):
             tail = messages[len(window.source) :]
             if not any(is_summary(m) for m in tail):
-                await self._extend(window, history_of(window, tail), preset)
+                await self._extend(window, window.split.history(tail), preset)
                 window.source = messages
                 return window
-        window = split_session(messages, summary)
-        await self._extend(window, history_of(window, messages), preset)
+        window = Window(messages, split_session(messages, summary))
+        await self._extend(window, window.split.history(messages), preset)
         self._windows[key] = window
         return window
 
@@ -201,7 +172,8 @@ class Composer:
         preset = self.budget(options)
         window = await self.window(session_id, messages, preset, options.include_summary)
         placement = options.context_placement if snapshot else "none"
-        system = window.system
+        split = window.split
+        system = split.system
         if options.system_prompt is not None:
             system = {"id": "system-prompt", "role": "system", "content": options.system_prompt}
 
@@ -213,8 +185,8 @@ class Composer:
             text = context_lines(snapshot, placement)
             block = {"role": "user", "content": [{"type": "text", "text": text}]}
             fixed.append(("context", "context", block))
-        if window.summary is not None:
-            fixed.append(("summary", f"summary:{window.summary.get('id')}", window.summary))
+        if split.summary is not None:
+            fixed.append(("summary", f"summary:{split.summary.get('id')}", split.summary))
         if recall:
             fixed.append(("recall", "recall", {"role": "system", "content": recall}))
         counts = await self.tokens.count_keyed(
@@ -267,8 +239,8 @@ class Composer:
             "exact": preset.encoding != ESTIMATE,
             "contextPlacement": placement,
             "droppedMessages": window.history - sum(len(unit.messages) for unit in kept),
-            "summaryId": window.summary.get("id") if window.summary else None,
-            "coveredBySummary": len(window.covered),
+            "summaryId": split.summary.get("id") if split.summary else None,
+            "coveredBySummary": len(split.covered),
             "messageIds": [m.get("id") for unit in kept for m in unit.messages],
         }
         if options.details:

@@ -1,4 +1,5 @@
-"""What a summary is, in one place: composition, retention and the summariser ask here.
+"""What a summary is, in one place: composition, retention and the summariser ask here,
+and what of a session it leaves for the model to read (``split_session``).
 
 A summary is a stored message whose ``summary`` the summariser wrote, which it marks
 ``summary.trusted``; validation keeps that mark from no one else (``models.SummaryInfo``).
@@ -9,6 +10,7 @@ with its message as data, and the message is an ordinary one: a made-up ``covers
 never hides or deletes a turn.
 """
 
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -25,3 +27,34 @@ def latest_summary(messages: list[dict[str, Any]]) -> tuple[dict[str, Any] | Non
             covers = set(messages[index]["summary"]["covers"])
             return messages[index], {m["id"] for m in messages[:index] if m.get("id") in covers}
     return None, set()
+
+
+@dataclass
+class SessionSplit:
+    """A stored session as the model reads it: the system prompt (a leading system
+    message), the newest summary, and the ids of the turns that summary stands for."""
+
+    system: dict[str, Any] | None = None
+    summary: dict[str, Any] | None = None
+    covered: set[str] = field(default_factory=set)
+
+    def history(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """What of ``messages`` belongs in the history: not summaries, not covered by the
+        summary, and not ``error`` messages (those are for the user's eyes, not the model's)."""
+        return [
+            m
+            for m in messages
+            if m is not self.system
+            and not is_summary(m)
+            and m.get("role") != "error"
+            and m.get("id") not in self.covered
+        ]
+
+
+def split_session(messages: list[dict[str, Any]], use_summary: bool = True) -> SessionSplit:
+    split = SessionSplit()
+    if messages and messages[0].get("role") == "system" and not is_summary(messages[0]):
+        split.system = messages[0]
+    if use_summary:
+        split.summary, split.covered = latest_summary(messages)
+    return split

@@ -16,6 +16,7 @@ from cachetools import LRUCache
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import InvalidValueError
+from ..models import message_text
 
 ESTIMATE = "estimate"
 EXACT_ENCODINGS = ("o200k_base", "cl100k_base")
@@ -91,14 +92,8 @@ def find_preset(model: str, extra: dict[str, ModelPreset]) -> ModelPreset:
 
 
 def message_token_text(message: dict[str, Any]) -> str:
-    """What of a stored or composed message the model reads: its text and tool calls."""
-    content = message.get("content", "")
-    if isinstance(content, list):
-        text = "\n".join(
-            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
-        )
-    else:
-        text = content if isinstance(content, str) else ""
+    """What of a stored or composed message the model reads: its words and tool calls."""
+    text = message_text(message)
     if message.get("tool_calls"):
         text += json.dumps(message["tool_calls"], ensure_ascii=False, separators=(",", ":"))
     return text

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from pydantic_core import PydanticCustomError
 
 from ..errors import ProviderError
-from .transport import HttpTransport
+from ..http import HttpTransport
 
 Reply = TypeVar("Reply", bound=BaseModel)
 EXCERPT_CHARS = 200  # of a provider's reply, in an error

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..errors import ProviderError
+from ..http import HttpTransport
 from .openai_protocol import ProviderConfig, post
-from .transport import HttpTransport
 
 Callback = Callable[[dict[str, Any]], Awaitable[Any]]
 

@@ -11,10 +11,16 @@ Job = Callable[[], Awaitable[dict[str, Any]]]
 
 
 class RetentionScheduler:
-    def __init__(self, job: Job, interval_ms: int, clock: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        job: Job,
+        interval_ms: int,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """``sleep`` waits between runs: the system's time, so a test moves it by hand."""
         self.job = job
         self.interval_ms = interval_ms
-        self.clock = clock
+        self.sleep = sleep
         self.last_report: dict[str, Any] | None = None
         self.last_error: str | None = None
         self.runs = 0
@@ -42,7 +48,7 @@ class RetentionScheduler:
         if run_now:
             await self._tick()
         while True:
-            await asyncio.sleep(self.interval_ms / 1000)
+            await self.sleep(self.interval_ms / 1000)
             await self._tick()
 
     async def _tick(self) -> None:

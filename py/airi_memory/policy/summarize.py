@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from ..context.compose import history_of, split_session
+from ..context.summaries import split_session
 from ..context.tokens import estimate_tokens, message_token_text
 from ..errors import InvalidValueError, ProviderError
 from ..llm import LlmProvider
@@ -101,8 +101,8 @@ class Summarizer:
 
     async def _summarize(self, session_id: str, threshold: int) -> dict[str, Any]:
         messages = await self.sessions.load_session_messages(session_id)
-        window = split_session(messages)
-        conversation = history_of(window, messages)
+        split = split_session(messages)
+        conversation = split.history(messages)
         cut = max(len(conversation) - threshold, 0)
         while 0 < cut < len(conversation) and conversation[cut].get("role") == "tool":
             cut -= 1  # a tool call stays with its results, on the recent side
@@ -111,9 +111,9 @@ class Summarizer:
         if self.provider is None:
             report["warning"] = NO_PROVIDER
         if not older:
-            report["summaryId"] = window.summary.get("id") if window.summary else None
+            report["summaryId"] = split.summary.get("id") if split.summary else None
             return report
-        previous = window.summary
+        previous = split.summary
         chunk_tokens = (
             self.provider.config.max_input_tokens if self.provider else DEFAULT_CHUNK_TOKENS
         )

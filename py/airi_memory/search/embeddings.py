@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..errors import InvalidValueError, ProviderError
+from ..http import HttpTransport
 from ..llm.openai_protocol import ProviderConfig, post
-from ..llm.transport import HttpTransport
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 LOCAL_DIMENSIONS = 384

@@ -19,11 +19,11 @@ import math
 import struct
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from ..context.tokens import message_token_text
 from ..errors import InvalidValueError
+from ..models import message_text
 from ..sessions import SessionStore
 from ..storage.driver import native_bytes
 from ..storage.values import loads
@@ -78,8 +78,11 @@ class VectorIndex:
         sessions: SessionStore,
         embedder: Embedder,
         emit: Callable[[str, dict[str, Any]], None] | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        """``sleep``: the settle and retry waits, on the system's time (tests move it)."""
         self.sessions = sessions
+        self.sleep = sleep
         self.embedder = embedder
         self.config = embedder.config
         self.emit = emit or (lambda event, detail: None)
@@ -147,10 +150,10 @@ class VectorIndex:
                 self._progress()
                 await self._wake.wait()
                 self._wake.clear()
-                await asyncio.sleep(SETTLE_S)
+                await self.sleep(SETTLE_S)
             except Exception as error:  # a provider or storage failure (or a bug): shown
                 self._fail(error)  # in the status, and tried again later
-                await asyncio.sleep(RETRY_S)
+                await self.sleep(RETRY_S)
 
     def _fail(self, error: Exception) -> None:
         self.state = "error"
@@ -267,7 +270,7 @@ class VectorIndex:
             # The words as written (the folded column drops accents some languages need).
             # Batches of similar lengths: a batch is padded to its longest text.
             rows = [
-                (sid, record, text_hash, message_token_text(loads(body)))
+                (sid, record, text_hash, message_text(loads(body)))
                 for sid, record, text_hash, body in window.tuples()
             ]
             rows.sort(key=lambda row: len(row[3]))

@@ -63,13 +63,6 @@ class Storage:
     def get_mounts(self, base: str = "", parents: bool = False) -> list[Mount]:
         return [Mount(m, d) for m, d, _ in self._mounts_under(normalize_key(base), parents)]
 
-    def mount_driver(self, name: str) -> Driver:
-        """The driver mounted exactly at ``name``; an error naming it when there is none."""
-        base = base_key(name)
-        if base not in self._mounts:
-            raise UnknownMountError(f"no mount named {name!r}; mounts: {self.mount_names()}")
-        return self._mounts[base]
-
     def mount_names(self) -> list[str]:
         return sorted(m.rstrip(":") for m in self._mountpoints)
 

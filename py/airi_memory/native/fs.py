@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidKeyError, InvalidValueError
-from .driver import Driver
+from ..storage.driver import Driver
 
 
 class FsDriver(Driver):

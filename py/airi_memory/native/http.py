@@ -5,7 +5,7 @@ import urllib.error
 import urllib.request
 
 from ..errors import ProviderError
-from .transport import HttpReply, HttpTransport
+from ..http import HttpReply, HttpTransport
 
 
 class UrllibTransport(HttpTransport):

@@ -12,7 +12,8 @@ from typing import Any
 from pyodide.ffi import JsException, JsProxy, to_js
 
 from ..errors import SqlEngineStoppedError, SqlError
-from .engine import Columns, QueryResult, SqlEngine, check_columns, check_identifier
+from ..sql.engine import Columns, QueryResult, SqlEngine, check_columns, check_identifier
+from .ffi import to_javascript
 
 _EXACT_DOUBLE = 2**53
 
@@ -31,8 +32,6 @@ def _column_to_js(values: Sequence[Any]) -> Any:
 
 def _utf8_column(values: Sequence[str | None]) -> Any:
     """Three buffers instead of one JS string per row: the bridge copies bytes, not objects."""
-    from js import Object
-
     encoded = [b"" if v is None else v.encode() for v in values]
     offsets = array("i", [0])
     offsets.extend(accumulate(map(len, encoded)))
@@ -44,7 +43,7 @@ def _utf8_column(values: Sequence[str | None]) -> Any:
                 bits[index >> 3] |= 1 << (index & 7)
         validity = to_js(bytes(bits))
     column = {"utf8": to_js(b"".join(encoded)), "offsets": to_js(offsets), "validity": validity}
-    return to_js(column, dict_converter=Object.fromEntries)
+    return to_javascript(column)
 
 
 def _column_to_python(column: Any) -> list[Any]:

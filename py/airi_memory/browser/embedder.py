@@ -8,7 +8,7 @@ from typing import Any
 from pyodide.ffi import JsException, to_js
 
 from ..errors import ProviderError
-from .embeddings import Embedder, EmbeddingConfig
+from ..search.embeddings import Embedder, EmbeddingConfig
 
 
 class LocalEmbedder(Embedder):

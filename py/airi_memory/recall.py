@@ -1,15 +1,20 @@
 """Recall in composition: old memories (other sessions, or turns that fell out of the
 window) found by search for the latest user message, added as one system message,
-de-duplicated against the window and kept within their own token budget."""
+de-duplicated against the window and kept within their own token budget.
+
+Orchestrated here, above both: composition (``context``) never imports search, and
+search never imports composition."""
 
 from datetime import UTC, datetime
 from typing import Any
 
-from ..search.service import Searcher
-from .compose import RECALL_HEADING, ComposeOptions
-from .tokens import Tokens, message_token_text
+from .context.compose import ComposeOptions
+from .context.tokens import Tokens
+from .models import message_text
+from .search.service import Searcher
 
 SNIPPET_CHARS = 600
+RECALL_HEADING = "Relevant memories from earlier conversations (recalled; they may be out of date):"
 
 
 async def recall_memories(
@@ -56,7 +61,7 @@ async def recall_memories(
 def _last_user_text(messages: list[dict[str, Any]]) -> str:
     for message in reversed(messages):
         if message.get("role") == "user":
-            return message_token_text(message)
+            return message_text(message)
     return ""
 
 
@@ -64,5 +69,5 @@ def _line(hit: dict[str, Any]) -> str:
     message = hit["message"]
     day = datetime.fromtimestamp(message.get("createdAt", 0) / 1000, UTC).strftime("%Y-%m-%d")
     title = (hit.get("session") or {}).get("title", "")
-    text = " ".join(message_token_text(message).split())[:SNIPPET_CHARS]
+    text = " ".join(message_text(message).split())[:SNIPPET_CHARS]
     return f"- [{day}, {title!r}] {message.get('role')}: {text}"

@@ -8,8 +8,8 @@ import json
 from typing import Any
 
 from ..errors import ProviderError
-from ..storage.indexeddb import to_python
-from .transport import HttpReply, HttpTransport
+from ..http import HttpReply, HttpTransport
+from .ffi import to_python
 
 
 class FetchTransport(HttpTransport):

@@ -9,7 +9,7 @@ from typing import Any
 
 from pyodide.ffi import to_js
 
-from .tokens import TokenCounter
+from ..context.tokens import TokenCounter
 
 
 class GptTokenizer(TokenCounter):

@@ -8,7 +8,7 @@ from typing import Any
 import duckdb
 
 from ..errors import SqlError
-from .engine import Columns, QueryResult, SqlEngine, check_columns, check_identifier
+from ..sql.engine import Columns, QueryResult, SqlEngine, check_columns, check_identifier
 
 
 class NativeDuckDb(SqlEngine):

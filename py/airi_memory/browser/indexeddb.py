@@ -2,9 +2,9 @@
 
 Records live where unstorage's driver puts them: database ``keyval-store``, object store
 ``keyval``, key ``<base>:<key>``, values as unstorage writes them (JSON text from
-``set_item``, structured clones from ``set_item_raw``). The JS side (``web/idb-host.mjs``,
-built on idb-keyval) lists and clears by key range, so one mount never sees or wipes
-another's records.
+``set_item``, structured clones from ``set_item_raw``). The JS side
+(``web/worker/idb-store.mjs``, built on idb-keyval) lists and clears by key range, so
+one mount never sees or wipes another's records.
 """
 
 from collections.abc import Awaitable, Iterable, Sequence
@@ -13,19 +13,11 @@ from typing import Any
 from pyodide.ffi import JsException, JsProxy, to_js
 
 from ..errors import StorageQuotaError, StorageWriteError, WriteConflictError
-from .driver import Driver, Guard, LogAppend, log_number, parse_head
+from ..storage.driver import Driver, Guard, LogAppend, log_number, parse_head
+from .ffi import to_javascript, to_python
 
 DEFAULT_DB_NAME = "keyval-store"
 DEFAULT_STORE_NAME = "keyval"
-
-
-def to_python(value: Any) -> Any:
-    """Typed arrays become bytes (one copy); other JS values their Python equivalents."""
-    if not isinstance(value, JsProxy):
-        return value
-    if hasattr(value, "to_bytes"):
-        return value.to_bytes()
-    return value.to_py()
 
 
 # Why IndexedDB aborts a transaction on its own: the write was not stored, and trying
@@ -57,12 +49,6 @@ async def _committed(write: Awaitable[Any]) -> Any:
         raise
 
 
-def _to_javascript(value: Any) -> Any:
-    from js import Object
-
-    return to_js(value, dict_converter=Object.fromEntries)
-
-
 class IndexedDbDriver(Driver):
     name = "indexeddb"
 
@@ -74,7 +60,7 @@ class IndexedDbDriver(Driver):
         store_name: str = DEFAULT_STORE_NAME,
         durability: str = "strict",
     ) -> None:
-        options = _to_javascript({"durability": durability})
+        options = to_javascript({"durability": durability})
         self._store = idb_host.open(db_name, store_name, options)
         self._prefix = f"{base}:" if base else ""
 
@@ -96,7 +82,7 @@ class IndexedDbDriver(Driver):
         await _committed(self._store.set(self._key(key), value))
 
     async def set_item_raw(self, key: str, value: Any) -> None:
-        await _committed(self._store.set(self._key(key), _to_javascript(value)))
+        await _committed(self._store.set(self._key(key), to_javascript(value)))
 
     async def get_items(self, keys: Sequence[str]) -> list[Any]:
         found = await self._store.getMany(to_js([self._key(k) for k in keys]))
@@ -130,7 +116,7 @@ class IndexedDbDriver(Driver):
         checks = to_js([[self._key(g.key), g.field, g.equals] for g in guards])
         appended = None
         if log is not None:
-            appended = _to_javascript(
+            appended = to_javascript(
                 {
                     "prefix": self._key(log.prefix),
                     "head": self._key(log.head),

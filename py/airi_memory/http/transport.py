@@ -1,8 +1,9 @@
 """Port: one JSON POST over HTTP, for providers that speak OpenAI's protocol.
 
-Implementations: ``urllib_transport`` for CPython, ``fetch_transport`` for the browser
-(``fetch`` in the worker). Both turn a network failure or a timeout into a
-``ProviderError`` and return any HTTP reply, whatever its status, for the provider to judge.
+Implementations: ``native.http`` (urllib) for CPython, ``browser.http`` (``fetch`` in
+the worker) for the browser, ``http.fake`` in process for tests. Each turns a network
+failure or a timeout into a ``ProviderError`` and returns any HTTP reply, whatever its
+status, for the provider to judge.
 """
 
 from abc import ABC, abstractmethod

@@ -1,0 +1,90 @@
+"""Wiring for the browser: IndexedDB mounts and DuckDB-WASM from the worker's JS host.
+
+The worker calls ``boot`` once and then ``BrowserApi.dispatch`` for every call; tests
+open systems through ``open_browser_system``, as ``boot`` does.
+"""
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..api import AppCall, HostPorts, MemorySystem, Sleep
+from ..models import now_ms
+from ..options import parse_options
+from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
+from ..storage.values import loads
+from .embedder import LocalEmbedder
+from .ffi import to_javascript, to_python
+from .http import FetchTransport
+from .indexeddb import IndexedDbDriver
+from .sql import WasmDuckDb
+from .tokenizer import GptTokenizer
+
+
+class BrowserApi:
+    def __init__(self, system: MemorySystem) -> None:
+        self._system = system
+
+    async def dispatch(self, method: str, args: Any) -> Any:
+        """The reply as JSON text (exact: null stays null, one string crosses the bridge),
+        or converted by Pyodide when it holds what JSON cannot (bytes from a raw read)."""
+        reply = await self._system.dispatch(method, to_python(args) or [])
+        try:
+            return json.dumps(reply, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            return to_javascript(reply)
+
+
+def _app_caller(call_app: Any) -> AppCall:
+    """The app's functions (JS callbacks on the page), called by name with JSON both ways."""
+
+    async def call(name: str, payload: Any) -> Any:
+        reply = await call_app(name, json.dumps(payload, ensure_ascii=False))
+        return None if reply is None else loads(reply)
+
+    return call
+
+
+async def open_browser_system(
+    host: Any,
+    raw_options: Any,
+    *,
+    clock: Callable[[], int] = now_ms,
+    sleep: Sleep = asyncio.sleep,
+    publish: Any = None,
+    call_app: Any = None,
+    emit: Any = None,
+    local_model: bool = True,
+) -> MemorySystem:
+    """The one way to open a system in the browser, for the worker and tests alike: the
+    JS ``host``'s IndexedDB, DuckDB-WASM, gpt-tokenizer, fetch and (with
+    ``local_model``) embedding model. ``clock`` and ``sleep`` are the system's time."""
+    durability = parse_options(raw_options).durability
+    storage = Storage(MemoryDriver())
+    storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE, durability=durability))
+    storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE, durability=durability))
+    local = (lambda config: LocalEmbedder(config, host.embedder)) if local_model else None
+    ports = HostPorts(
+        tokens=GptTokenizer(host.tokens),
+        http=FetchTransport(host.http),
+        call_app=_app_caller(call_app) if call_app is not None else None,
+        local_embedder=local,
+        emit=(lambda event, detail: emit(event, json.dumps(detail))) if emit else None,
+    )
+    sql = WasmDuckDb(host.sql)
+    return await MemorySystem.open(
+        storage, sql, raw_options, clock=clock, publish=publish, ports=ports, sleep=sleep
+    )
+
+
+async def boot(
+    host: Any, options: Any, publish: Any = None, call_app: Any = None, emit: Any = None
+) -> BrowserApi:
+    """``publish(journalNumber)`` (from the worker) hints other tabs that we wrote;
+    ``call_app(name, json)`` runs a function the app registered on the page;
+    ``emit(event, json)`` sends the page a progress event."""
+    system = await open_browser_system(
+        host, to_python(options) or {}, publish=publish, call_app=call_app, emit=emit
+    )
+    return BrowserApi(system)
