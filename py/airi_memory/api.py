@@ -31,6 +31,7 @@ from .policy import (
 from .search.embeddings import Embedder, EmbeddingConfig, make_embedder
 from .search.semantic import VectorIndex
 from .search.service import Searcher
+from .search.tables import SearchTables
 from .sessions import SessionStore
 from .sessions.analytics import message_analytics
 from .sessions.mirror import SessionMirror
@@ -156,7 +157,12 @@ class MemorySystem:
     ) -> "MemorySystem":
         options = parse_options(raw_options)
         sessions = await SessionStore.open(
-            storage, SessionMirror(sql), options.user_id, options.cache, clock, publish
+            storage,
+            SessionMirror(sql, [SearchTables()]),
+            options.user_id,
+            options.cache,
+            clock,
+            publish,
         )
         system = cls(storage, sql, options, sessions, ports or HostPorts())
         system._configure_embeddings(options.embeddings)

@@ -31,19 +31,21 @@ from .embeddings import Embedder
 from .filters import Scope
 from .messages import by_doc, hit
 from .quantize import quantize
+from .tables import VECTORS_TABLE
 
 VECTORS = "local:memory:vectors"
-TABLE = "message_vectors"
+TABLE = VECTORS_TABLE
 STAGING = "message_vectors_staging"
 EMBEDDED_ROLES = ("user", "assistant")
 SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batches fill up)
 RETRY_S = 30.0  # after a provider failure
 LOAD_CHUNK = 8192  # stored vectors inserted per statement at start
 WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
-# The text a vector was made from, as DuckDB sees it in ``chat_messages`` (64 bits of the
+# The text a vector was made from, as DuckDB sees it in ``search_text`` (64 bits of the
 # md5 of the folded text, the same in every version): a vector counts only for the text
 # a message has now (an edit of nothing but case or accents keeps its vector).
-TEXT_HASH = "left(md5(m.folded), 16)"
+TEXT_HASH = "left(md5(t.folded), 16)"
+WITH_TEXT = "JOIN search_text t ON t.doc = m.doc"  # where TEXT_HASH reads its text
 # A vector's key: (session id, record, TEXT_HASH). Batches stored before the hash was kept
 # have (session id, record) only, and are taken as they are.
 VectorKey = tuple[str, ...]
@@ -220,12 +222,14 @@ class VectorIndex:
         await self.sql.execute(
             f"INSERT INTO {TABLE} SELECT m.doc, v.batch::INTEGER, v.vec, v.scale FROM {STAGING} v "
             "JOIN chat_messages m ON m.session_id = v.session_id AND m.record = v.record "
+            f"{WITH_TEXT} "
             f"WHERE (v.text_hash = '' OR v.text_hash = {TEXT_HASH}) "
             f"AND NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
         )
         await self.sql.execute(f"DROP TABLE {STAGING}")
 
-    _PENDING = f"""FROM chat_messages m WHERE m.folded <> '' AND m.role IN {EMBEDDED_ROLES}
+    _PENDING = f"""FROM chat_messages m {WITH_TEXT}
+        WHERE t.folded <> '' AND m.role IN {EMBEDDED_ROLES}
         AND NOT EXISTS (SELECT 1 FROM {TABLE} v WHERE v.doc = m.doc)"""
 
     async def index_now(self) -> None:
@@ -324,7 +328,7 @@ class VectorIndex:
         with the text it stands for."""
         live = await self.sql.query(
             f"SELECT m.session_id, m.record, {TEXT_HASH} FROM {TABLE} v JOIN chat_messages m "
-            "ON m.doc = v.doc WHERE v.batch = ?",
+            f"ON m.doc = v.doc {WITH_TEXT} WHERE v.batch = ?",
             [batch],
         )
         texts = {(sid, record): text for sid, record, text in live.tuples()}

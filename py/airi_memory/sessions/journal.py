@@ -31,8 +31,9 @@ JOURNAL_HEAD = "local:memory:journal-head"
 SNAPSHOT = "local:memory:snapshot"
 # Bumped when a snapshotted table changes shape, or what a snapshot means: an older
 # snapshot is then not read (the mirror is rebuilt from the records once) and the next
-# snapshot removes it. v4: snapshots record the journal number they cover.
-SNAPSHOT_VERSION = "v4"
+# snapshot removes it. v4: snapshots record the journal number they cover. v5: search's
+# text analysis in its own table (``search_text``), out of ``chat_messages``.
+SNAPSHOT_VERSION = "v5"
 
 
 def snapshot_key(table: str) -> str:

@@ -34,7 +34,7 @@ from ..storage.values import loads
 from . import records
 from .cache import MessageCache
 from .journal import JOURNAL, JOURNAL_HEAD, SNAPSHOT, SNAPSHOT_COVERS, Journal, snapshot_key
-from .mirror import SNAPSHOT_TABLES, MessageRow, SessionMirror, session_row, stored_message_row
+from .mirror import MessageRow, SessionMirror, session_row
 from .queue import PersistQueue
 
 SNAPSHOT_AFTER = 2000  # records changed since the last snapshot before a new one is taken
@@ -178,7 +178,7 @@ class SessionStore:
             session_id, record, _ = records.parse_message_key(key)
             if isinstance(text, bytes):  # a driver that keeps bytes (files)
                 text = text.decode("utf-8")
-            row = stored_message_row(session_id, record, text)
+            row = self.mirror.row(session_id, record, text)
         except (ValueError, TypeError, KeyError, AttributeError) as error:
             self._quarantine(key, error)
             return None
@@ -221,7 +221,8 @@ class SessionStore:
         # is read before the sessions (a session written after it has a journal number
         # above ``through``), the journal head before the sessions and messages.
         snapshots = [
-            await self.storage.get_item_raw_native(snapshot_key(t)) for t in SNAPSHOT_TABLES
+            await self.storage.get_item_raw_native(snapshot_key(t))
+            for t in self.mirror.saved_tables
         ]
         covers = await self.storage.get_item(SNAPSHOT_COVERS)
         mark("readSnapshot")
@@ -235,7 +236,7 @@ class SessionStore:
         if restored:
             await self._recheck_quarantined(covers.get("quarantined"))
             try:
-                for table, data in zip(SNAPSHOT_TABLES, snapshots, strict=True):
+                for table, data in zip(self.mirror.saved_tables, snapshots, strict=True):
                     await self.mirror.sql.import_table(table, data)
                 await self.mirror.resume_numbering()
                 mark("importSnapshot")
@@ -304,8 +305,11 @@ class SessionStore:
     async def _take_snapshot(self) -> dict[str, Any]:
         await self._catch_up()  # the tables then reflect exactly the journal up to here
         through = self.journal.position
-        await self.mirror.cluster_terms()
-        tables = [(snapshot_key(t), await self.mirror.sql.export_table(t)) for t in SNAPSHOT_TABLES]
+        await self.mirror.before_snapshot()
+        tables = [
+            (snapshot_key(t), await self.mirror.sql.export_table(t))
+            for t in self.mirror.saved_tables
+        ]
         previous = await self.storage.get_item(SNAPSHOT_COVERS)
         covered_before = previous.get("through") if isinstance(previous, dict) else 0
         prune = min(covered_before if isinstance(covered_before, int) else 0, through)
@@ -914,7 +918,7 @@ class SessionStore:
             number = await self._write(removes=[records.message_key(session_id, record)])
 
             async def apply() -> None:
-                await self.mirror.delete_message(session_id, record)
+                await self.mirror.delete_records([(session_id, record)])
                 self.cache.invalidate(session_id)
 
             await self._settle(number, apply)
@@ -1025,7 +1029,7 @@ class SessionStore:
                 record = records.record_name(seq, self.writer)
                 text = json.dumps(message.to_wire(), ensure_ascii=False)
                 sets.append((records.message_key(sid, record), text))
-                message_rows.append(stored_message_row(sid, record, text))
+                message_rows.append(self.mirror.row(sid, record, text))
         guards = [Guard(records.session_key(m.session_id), "sessionId", None) for m, _ in sessions]
         number = await self._write(sets=sets, guards=guards)
 
