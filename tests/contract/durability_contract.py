@@ -110,26 +110,26 @@ async def case_writes_committed_while_a_tab_starts_reach_it(open_system):
     """Start-up without a snapshot reads the journal head before the records: what
     another tab commits in between (a message, a new session) is replayed by the next
     catch-up, never taken as applied unseen."""
-    from airi_memory.sessions.store import SessionStore
+    from airi_memory.sessions.reader import RecordReader
 
     here = await open_system(clock=Clock(), separate_engine=True, **QUIET)
     sid = (await here.sessions.create_session())["sessionId"]
     await _say(here, sid, "m0")
-    read_messages = SessionStore._read_messages
+    read_messages = RecordReader.read_messages
     late: list[str] = []
 
-    async def read_then_let_the_other_tab_write(store: SessionStore) -> dict:
-        SessionStore._read_messages = read_messages
-        found = await read_messages(store)
+    async def read_then_let_the_other_tab_write(reader: RecordReader) -> dict:
+        RecordReader.read_messages = read_messages
+        found = await read_messages(reader)
         await _say(here, sid, "between")
         late.append((await here.sessions.create_session({"title": "late"}))["sessionId"])
         return found
 
-    SessionStore._read_messages = read_then_let_the_other_tab_write
+    RecordReader.read_messages = read_then_let_the_other_tab_write
     try:
         starting = await open_system(clock=Clock(), separate_engine=True, **QUIET)
     finally:
-        SessionStore._read_messages = read_messages
+        RecordReader.read_messages = read_messages
     assert late, "the start-up did not read the records"
     await starting.sessions.sync()
     assert await _contents(starting, sid) == ["m0", "between"]

@@ -533,7 +533,7 @@ async def case_a_damaged_snapshot_falls_back_to_the_records(open_system):
 async def case_a_snapshot_in_an_older_layout_is_ignored_then_removed(open_system):
     """A snapshot an older version wrote (tables of another shape) is not imported: the
     start-up reads the records, and its next snapshot removes the old one."""
-    from airi_memory.sessions.journal import SNAPSHOT, SNAPSHOT_VERSION
+    from airi_memory.sessions.snapshots import SNAPSHOT, SNAPSHOT_VERSION
 
     system = await open_system(clock=Clock())
     sid = (await system.sessions.create_session())["sessionId"]

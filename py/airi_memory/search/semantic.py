@@ -302,7 +302,7 @@ class VectorIndex:
         await self._loaded.wait()  # the tables exist, and stored vectors are back
         dims = self.config.dimensions
         batch = self._number()
-        key = f"{self.prefix}:{self.sessions.clock():013d}-{self.sessions.writer}-{batch:06d}"
+        key = f"{self.prefix}:{self.sessions.clock():013d}-{self.sessions.writer_id}-{batch:06d}"
         self._stored[batch] = (key, len(keys))
         await self._insert(keys, [batch] * len(keys), codes, scales)
         await self.sessions.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
