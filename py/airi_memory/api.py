@@ -81,9 +81,9 @@ class MemorySystem:
         self.context.use_builtin_providers(options.context.datetime, options.context.user_profile)
         self.tokens = Tokens(ports.tokens)
         self.composer = Composer(self.tokens, options.models)
-        self.summarizer = Summarizer(sessions, None, sessions.clock)
+        self.summarizer = Summarizer(sessions, storage, None, sessions.clock)
         self._configure_summarizer(options.summarizer)
-        self.searcher = Searcher(sessions, options.retrieval)
+        self.searcher = Searcher(sessions, sql, options.retrieval)
         self.vectors: VectorIndex | None = None
         self.embeddings_note: str | None = None
         sessions.write_listeners.append(self._wake_indexer)
@@ -208,7 +208,7 @@ class MemorySystem:
         return "pong"
 
     async def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-        await self.sessions.mirror.flush()
+        await self.sessions.flush()
         return (await self.sql.read_only_query(sql, params or [])).rows()
 
     async def close(self) -> None:
@@ -228,7 +228,7 @@ class MemorySystem:
         return json_schemas()
 
     async def analytics(self) -> dict[str, Any]:
-        await self.sessions.mirror.flush()
+        await self.sessions.flush()
         return await message_analytics(self.sql, self.options.user_id)
 
     async def export_sessions(self, session_ids: list[str] | None = None) -> dict[str, Any]:
@@ -290,7 +290,11 @@ class MemorySystem:
         embedder, self.embeddings_note = make_embedder(
             config, ports.local_embedder, ports.http, ports.call_app
         )
-        self.vectors = VectorIndex(self.sessions, embedder, self.ports.emit) if embedder else None
+        self.vectors = (
+            VectorIndex(self.sessions, self.sql, self.storage, embedder, self.ports.emit)
+            if embedder
+            else None
+        )
         self.searcher.semantic = self.vectors
         if self.vectors is not None:
             self.vectors.start()

@@ -45,7 +45,7 @@ async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
     """Random vectors for every message that has none, stored as embedded ones are (in
     DuckDB and IndexedDB), so a reload loads them back as it would real ones."""
     started = time.perf_counter()
-    await index.sessions.mirror.flush()
+    await index.sessions.flush()
     missing = await index.sql.query(
         f"SELECT m.session_id, m.record, {TEXT_HASH} FROM chat_messages m {WITH_TEXT} "
         "WHERE NOT EXISTS "

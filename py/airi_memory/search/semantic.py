@@ -25,6 +25,8 @@ from typing import Any
 from ..context.tokens import message_token_text
 from ..errors import InvalidValueError
 from ..sessions import SessionStore
+from ..sql import SqlEngine
+from ..storage import Storage
 from ..storage.driver import native_bytes
 from ..storage.values import loads
 from .embeddings import Embedder
@@ -78,10 +80,14 @@ class VectorIndex:
     def __init__(
         self,
         sessions: SessionStore,
+        sql: SqlEngine,
+        storage: Storage,
         embedder: Embedder,
         emit: Callable[[str, dict[str, Any]], None] | None = None,
     ) -> None:
         self.sessions = sessions
+        self.sql = sql
+        self.storage = storage
         self.embedder = embedder
         self.config = embedder.config
         self.emit = emit or (lambda event, detail: None)
@@ -107,10 +113,6 @@ class VectorIndex:
         # Stored batches without the text each vector was made from (older versions): taken
         # as they are, then stored again with it, so later edits are caught in them too.
         self._unverified: set[int] = set()
-
-    @property
-    def sql(self) -> Any:
-        return self.sessions.mirror.sql
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -167,12 +169,12 @@ class VectorIndex:
         await self.sql.execute(
             vectors_table(TABLE, "doc INTEGER, batch INTEGER", dims, self.config.compact_vectors)
         )
-        await self.sessions.mirror.flush()
+        await self.sessions.flush()
         keys: list[VectorKey] = []
         batches: list[int] = []
         codes, scales = bytearray(), bytearray()
         # One stored batch at a time into Python: its heap never gives memory back.
-        for key, data in await self.sessions.storage.get_all_raw_native(self.prefix):
+        for key, data in await self.storage.get_all_raw_native(self.prefix):
             batch_keys, batch_codes, batch_scales, stored_dims = decode_batch(native_bytes(data))
             if stored_dims == dims:
                 batch = self._number()
@@ -247,7 +249,7 @@ class VectorIndex:
             await self._embed_pending()
 
     async def _count_pending(self) -> None:
-        await self.sessions.mirror.flush()
+        await self.sessions.flush()
         count = await self.sql.query(f"SELECT count(*) AS n {self._PENDING}")
         self.pending = int(count.scalar())
 
@@ -260,7 +262,7 @@ class VectorIndex:
         self._progress()
         self._run_began = (time.perf_counter(), self.indexed)
         while True:
-            await self.sessions.mirror.flush()
+            await self.sessions.flush()
             window = await self.sql.query(
                 f"SELECT m.session_id, m.record, {TEXT_HASH} AS text_hash, m.body {self._PENDING} "
                 "ORDER BY m.created_at DESC LIMIT ?",
@@ -305,7 +307,7 @@ class VectorIndex:
         key = f"{self.prefix}:{self.sessions.clock():013d}-{self.sessions.writer_id}-{batch:06d}"
         self._stored[batch] = (key, len(keys))
         await self._insert(keys, [batch] * len(keys), codes, scales)
-        await self.sessions.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
+        await self.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
         self.indexed += len(keys)
         self.pending = max(self.pending - len(keys), 0)
 
@@ -315,7 +317,7 @@ class VectorIndex:
         have stored."""
         async with self._indexing:
             self._prune_due = False
-            await self.sessions.mirror.flush()
+            await self.sessions.flush()
             live = await self.sql.query(f"SELECT batch, count(*) AS n FROM {TABLE} GROUP BY 1")
             counts = dict(live.tuples())
             for batch, (key, stored) in list(self._stored.items()):
@@ -333,20 +335,18 @@ class VectorIndex:
         )
         texts = {(sid, record): text for sid, record, text in live.tuples()}
         self._unverified.discard(batch)
-        data = await self.sessions.storage.get_item_raw(key)
+        data = await self.storage.get_item_raw(key)
         keys, codes, scales, dims = decode_batch(bytes(data)) if data else ([], b"", b"", 0)
         kept = [row for row, k in enumerate(keys) if k[:2] in texts]
         if not kept:
-            await self.sessions.storage.remove_item(key)
+            await self.storage.remove_item(key)
             del self._stored[batch]
             return
         kept_codes = b"".join(codes[row * dims : (row + 1) * dims] for row in kept)
         row_scales = array("f", scales)
         kept_scales = array("f", [row_scales[row] for row in kept]).tobytes()
         kept_keys = [(*keys[row][:2], texts[keys[row][:2]]) for row in kept]
-        await self.sessions.storage.set_item_raw(
-            key, encode_batch(kept_keys, kept_codes, kept_scales, dims)
-        )
+        await self.storage.set_item_raw(key, encode_batch(kept_keys, kept_codes, kept_scales, dims))
         self._stored[batch] = (key, len(kept))
 
     def _progress(self) -> None:

@@ -93,7 +93,8 @@ class SessionStore:
     def _bind_public_methods(self) -> None:
         catching_up, snapshots, queries = self.catching_up, self.snapshots, self.queries
         sessions, messages = self.session_writes, self.message_writes
-        # Catching up and snapshots.
+        # Catching up and snapshots; buffered mirror rows in (before reading DuckDB).
+        self.flush = self.mirror.flush
         self.sync = catching_up.sync
         self.catch_up = catching_up.catch_up  # for a task already in the write queue
         self.ensure_session = catching_up.ensure_session
