@@ -114,7 +114,7 @@ class MemorySystem:
             "exportSessions": self.export_sessions,
             "importSessions": self.import_sessions,
             "context.ingest": self.context.ingest,
-            "context.snapshot": self.context.snapshot,
+            "context.snapshot": self.context.current,
             "context.entries": self.context.entries,
             "context.remove": self.context.remove,
             "context.clear": self.context.clear,
@@ -255,9 +255,9 @@ class MemorySystem:
         await self.sessions.ensure_session(session_id)
         parsed = validate_or_raise(ComposeOptions, options or {}, "composeMessages")
         errors = await self.context.refresh()
-        snapshot = await self.context.snapshot()
+        contexts = await self.context.current()
         messages = await self.sessions.load_session_messages(session_id)
-        composed = await self.composer.compose(session_id, messages, snapshot, parsed)
+        composed = await self.composer.compose(session_id, messages, contexts, parsed)
         recalled: list[dict[str, Any]] = []
         if parsed.retrieval is not None:
             text, recalled = await recall_memories(
@@ -265,12 +265,12 @@ class MemorySystem:
             )
             if text:
                 composed = await self.composer.compose(
-                    session_id, messages, snapshot, parsed, recall=text
+                    session_id, messages, contexts, parsed, recall=text
                 )
         return {
             **composed,
             "sessionId": session_id,
-            "context": snapshot,
+            "context": contexts,
             "contextErrors": errors,
             "recalled": recalled,
         }
