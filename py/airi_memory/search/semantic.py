@@ -10,6 +10,9 @@ two models' vectors never mix, and changing the model re-embeds in the backgroun
 A stored vector names its message and the text it was made from (a hash): after an edit
 the old text's vector never comes back to the message, which is embedded again instead.
 The top-k scan is an inner product in DuckDB, with the filters in the same SQL.
+
+Over 350 lines: loading, indexing, pruning and the scan share the stored batches'
+bookkeeping (``_stored``, ``_unverified``) and the indexing lock.
 """
 
 import asyncio

@@ -6,6 +6,10 @@ createdAt, role); the full JSON rides along in ``body`` so reads never go back t
 IndexedDB. Appends are buffered and flushed in one columnar insert before the next read
 (write-behind), so adding a message costs no DuckDB round trip on the caller's path.
 A row DuckDB refuses never holds up the rows around it: it is left out and reported.
+Tables other packages derive from the messages are theirs (``derived``).
+
+Over 350 lines because the buffered writes and the reads share one buffer: every read
+flushes it first, so they stay in one class.
 """
 
 import asyncio
