@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_VENV := $(VENV)/.installed
 STAMP_NPM := node_modules/.installed
 
-.PHONY: demo dist test test-unit test-pyodide test-e2e soak bench eval lint format clean
+.PHONY: demo dist package browser test test-unit test-pyodide test-e2e soak bench eval lint format clean
 
 $(STAMP_VENV): requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -19,11 +19,22 @@ $(STAMP_NPM): package-lock.json
 dist: $(STAMP_VENV) $(STAMP_NPM)
 	$(PY) build/build_dist.py
 
+# The npm package: build/out/airi-memory-<version>.tgz, packed from dist/ as package.json's
+# `files` lists; its prepack script refuses to pack a promised file that is missing.
+package: dist
+	mkdir -p build/out
+	npm pack --pack-destination build/out
+
+# Debian's Chromium and ChromeDriver for the browser tests: installed when missing (as root,
+# with apt), else a stop at once with the one command to run. System python3: no venv yet.
+browser:
+	python3 build/ensure_browser.py
+
 demo: dist
 	@echo "airi-memory demo: http://127.0.0.1:$(PORT)/"
 	$(PY) build/serve.py --port $(PORT)
 
-test: dist
+test: browser dist
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest
@@ -33,13 +44,13 @@ test-unit: $(STAMP_VENV)
 
 # The fault suite at full size: 1,000 fuzzed import files, 1,000 other fuzzed inputs,
 # then in Chromium 100 reloads or closes and 100 SIGKILLs mid-write, and long tab runs.
-soak: dist
+soak: browser dist
 	AIRI_SOAK=1 $(PY) -m pytest tests/faults tests/e2e/faults
 
-bench: dist
+bench: browser dist
 	$(PY) bench/run.py
 
-eval: dist
+eval: browser dist
 	$(PY) bench/eval/run_eval.py
 
 lint: $(STAMP_VENV)

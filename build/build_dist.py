@@ -9,6 +9,8 @@ byte-identical.
 Layout of dist/:
     index.html               -> demo/
     airi-memory.mjs          the facade (the one module apps import)
+    airi-memory-methods.mjs  its method map, generated from py/airi_memory/api_methods.py
+    airi-memory.d.ts         TypeScript declarations, generated (build/facade.py)
     demo/                    the demo page
     runtime/                 everything the worker needs: Pyodide core, wheels,
                              pyodide-lock.json, worker.mjs, host.mjs, duckdb/,
@@ -30,6 +32,9 @@ from pathlib import Path
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the generators beside this file
+from facade import write_facade_files
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / "node_modules"
@@ -219,6 +224,7 @@ def bundle_javascript(dist: Path) -> None:
         f"onnxruntime-web {ort['version']} (Microsoft), {ort['license']} licence\n"
     )
     shutil.copy(ROOT / "web" / "airi-memory.mjs", dist / "airi-memory.mjs")
+    write_facade_files(dist)  # its method map and airi-memory.d.ts, from Python's table
     shutil.copytree(ROOT / "web" / "demo", dist / "demo")
     (dist / "index.html").write_text(
         '<!doctype html><meta charset="utf-8"><title>airi-memory</title>'

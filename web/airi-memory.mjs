@@ -4,9 +4,13 @@
 //   const memory = await createMemorySystem({ userId: "alice" });
 //   await memory.storage.setItem("local:notes/1", { text: "hi" });
 //
-// Python (Pyodide) runs in a Web Worker; every method here posts one message to it and
-// resolves with plain JS values. Errors raised in Python reject with an Error whose
+// Or, to render at once: `const memory = openMemorySystem(options)`: calls made before
+// `await memory.whenReady` are queued. Python (Pyodide) runs in a Web Worker; each method
+// (generated from Python's method table into airi-memory-methods.mjs; the few written
+// here do page-side work too) posts one message to it and resolves with plain JS values. Errors raised in Python reject with an Error whose
 // `name` is the Python exception type and whose `message` is the Python message.
+
+import { METHODS } from "./airi-memory-methods.mjs";
 
 // close() waits this long past timeouts.closeMs (Python's own bound on finishing queued
 // writes) for the worker's answer, then ends the worker regardless.
@@ -14,15 +18,32 @@ const CLOSE_GRACE_MS = 2000;
 const DEFAULT_CLOSE_MS = 10_000;
 
 /**
- * @param {{userId?: string, baseUrl?: string|URL, context?: object, retention?: object,
- *   summarizer?: object, models?: object, cache?: object, timeouts?: object,
- *   testHooks?: boolean}} [options]
- *   `summarizer.summarize` may be a function ({messages, model}) => Promise<string>.
- *   `testHooks: true` adds `_test` (crash an inner worker, block the worker): tests only.
+ * The memory system, once it is ready (`memory.ready`: milliseconds it took).
+ * @param {import("./airi-memory.d.ts").MemorySystemOptions} [options]
+ * @returns {Promise<import("./airi-memory.d.ts").MemorySystem>}
  */
 export async function createMemorySystem(options = {}) {
-  const { baseUrl, testHooks = false, ...rest } = options;
+  return openMemorySystem(options).whenReady;
+}
+
+/**
+ * The memory system at once, while it boots: calls made before it is ready are queued
+ * and sent, in order, once boot is done; if boot fails they reject with boot's error.
+ * `whenReady` resolves with the same object, its boot fields (`ready`, `userId`,
+ * `versions` ...) set. `onProgress({phase, fraction, elapsedMs})` follows boot (also a
+ * "boot-progress" event): fractions grow to 1.
+ * `summarizer.summarize` may be a function ({messages, model}) => Promise<string>;
+ * `embeddings.embed` one ({texts, model}) => Promise<number[][]>.
+ * `testHooks: true` adds `_test` (crash an inner worker, block the worker): tests only.
+ * @param {import("./airi-memory.d.ts").MemorySystemOptions} [options]
+ * @returns {import("./airi-memory.d.ts").OpeningMemorySystem}
+ */
+export function openMemorySystem(options = {}) {
+  const { baseUrl, testHooks = false, onProgress, ...rest } = options;
   if (typeof testHooks !== "boolean") throw new TypeError("the testHooks option must be true or false");
+  if (onProgress !== undefined && typeof onProgress !== "function") {
+    throw new TypeError("the onProgress option must be a function");
+  }
   const appFunctions = new Map(); // what Python may call on this page, by name
   const pythonOptions = {
     ...rest,
@@ -37,139 +58,56 @@ export async function createMemorySystem(options = {}) {
     name: "airi-memory",
   });
   const events = new EventTarget();
+  if (onProgress) events.addEventListener("boot-progress", (event) => onProgress(event.detail));
   const rpc = connect(worker, events, appFunctions);
-  let info;
-  try {
-    info = await rpc.send({ kind: "boot", options: pythonOptions, testHooks });
-  } catch (error) {
-    worker.terminate();
-    throw error;
-  }
-  const ready = performance.now() - started;
-  const call = (method, ...args) => rpc.send({ kind: "call", method, args });
-  const sessions = createSessionsFacade(call, info.activeSessionId);
+  const booting = rpc.send({ kind: "boot", options: pythonOptions, testHooks });
+  let booted = false;
+  // Before boot is done a call waits on it (its reaction runs after the one below that
+  // marks the system booted, so queued calls keep their order); after, it goes at once.
+  const send = (method, args) => rpc.send({ kind: "call", method, args });
+  const call = (method, ...args) => (booted ? send(method, args) : booting.then(() => send(method, args)));
   const closeMs = (Number(rest.timeouts?.closeMs) || DEFAULT_CLOSE_MS) + CLOSE_GRACE_MS;
   let closing = null;
 
-  return {
+  const memory = generatedMethods(call);
+  const active = trackActiveSession(memory.sessions, call);
+  const handWritten = {
     /** "change" events: another tab wrote sessions/messages; detail.sessionIds names them.
      *  "quarantine" events: records found unreadable after start-up, detail.records
-     *  [{key, reason}] (those found at start-up are in `quarantined`). */
+     *  [{key, reason}] (those found at start-up are in `quarantined`).
+     *  "boot-progress" events: {phase, fraction, elapsedMs} while booting.
+     *  "embedding-progress" events: the local model loading, and indexing. */
     addEventListener: events.addEventListener.bind(events),
     removeEventListener: events.removeEventListener.bind(events),
-    /** Milliseconds from createMemorySystem() to ready. */
-    ready,
-    userId: info.userId,
-    versions: {
-      ...info.versions,
-      pyodide: info.buildInfo.pyodide,
-      duckdbWasm: info.buildInfo.duckdbWasm,
+    // As in unstorage, setting undefined removes the item.
+    "storage.setItem": (key, value) =>
+      value === undefined ? call("storage.removeItem", key) : call("storage.setItem", key, value),
+    /** `provide()` is called right before each composeMessages; it returns an object or null. */
+    "context.registerProvider": (sourceType, provide) => {
+      appFunctions.set(`context:${sourceType}`, provide);
+      return call("context.registerProvider", sourceType);
     },
-    /** Milliseconds the worker spent booting Pyodide, the wheel and DuckDB-WASM. */
-    bootMs: info.bootMs,
-    /** When each part of boot finished (ms since boot began): pyodide, packages, duckdb, python. */
-    bootPhases: info.bootPhases,
-    mounts: info.mounts,
-    /** Records start-up could not read ([{key, reason}]): kept where they are, untouched,
-     *  left out of every read; sessions.stats().quarantined has the current list. */
-    quarantined: info.quarantined,
-    storage: {
-      getItem: (key) => call("storage.getItem", key),
-      getItemRaw: (key) => call("storage.getItemRaw", key),
-      getItems: (keys) => call("storage.getItems", keys),
-      // As in unstorage, setting undefined removes the item.
-      setItem: (key, value) =>
-        value === undefined ? call("storage.removeItem", key) : call("storage.setItem", key, value),
-      setItemRaw: (key, value) => call("storage.setItemRaw", key, value),
-      setItems: (items) => call("storage.setItems", items),
-      hasItem: (key) => call("storage.hasItem", key),
-      removeItem: (key) => call("storage.removeItem", key),
-      getKeys: (base = "") => call("storage.getKeys", base),
-      clear: (base = "") => call("storage.clear", base),
-      getMounts: () => call("storage.getMounts"),
+    "context.unregisterProvider": (sourceType) => {
+      appFunctions.delete(`context:${sourceType}`);
+      return call("context.unregisterProvider", sourceType);
     },
-    sessions,
-    /** Working memory for the next LLM call (the seed's context store). */
-    context: {
-      /** {sourceType, sourceId, content, strategy: 'replace-self'|'append-self', priority?, expiresAt?} */
-      ingestContext: (message) => call("context.ingest", message),
-      /** {"module:datetime": {...}, ...}: highest priority first, expired entries gone. */
-      getContextsSnapshot: () => call("context.snapshot"),
-      getContexts: () => call("context.entries"),
-      removeContext: (sourceType, sourceId) => call("context.remove", sourceType, sourceId ?? null),
-      clearContexts: () => call("context.clear"),
-      /** `provide()` is called right before each composeMessages; it returns an object or null. */
-      registerProvider: (sourceType, provide) => {
-        appFunctions.set(`context:${sourceType}`, provide);
-        return call("context.registerProvider", sourceType);
-      },
-      unregisterProvider: (sourceType) => {
-        appFunctions.delete(`context:${sourceType}`);
-        return call("context.unregisterProvider", sourceType);
-      },
-      setUserProfile: (profile) => call("context.setUserProfile", profile ?? null),
-      getUserProfile: () => call("context.getUserProfile"),
-      setModuleState: (module, state) => call("context.setModuleState", module, state ?? null),
-    },
-    /**
-     * The messages for the next LLM call within a token budget, and how they were chosen:
-     * options {model | maxTokens, reserveTokens?, encoding?, systemPrompt?,
-     * contextPlacement?: 'after-system'|'last-user'|'none', includeSummary?}.
-     */
-    composeMessages: (sessionId, composeOptions = {}) => call("composeMessages", sessionId, composeOptions),
-    /**
-     * The seed's future search: {query, limit, threshold, filters: {sessionIds, characterIds,
-     * dateRange, roles}, strategy?: 'hybrid'|'relevant'|'keyword'|'semantic'|'recent'}.
-     * Results: {sessionId, session, message, score, scores, retrievers, matchedTerms}.
-     */
-    search: (query) => call("search", query),
-    /** The seed's searchMessages: case-insensitive substring, [{sessionId, message}]. */
-    searchMessages: (query, searchOptions = {}) => call("searchMessages", query, searchOptions),
-    /** Embedding state: {provider, model, state, indexed, pending, ratePerSecond, ...}. */
-    embeddingsStatus: () => call("embeddings.status"),
-    /** Embed what is pending now (the way to index when backgroundIndexing is false). */
-    indexEmbeddings: () => call("embeddings.indexNow"),
-    /** Another embedding model or provider: {provider: 'local'|'openai'|'custom'|'none', ...}. */
+    /** {provider: 'local'|'openai'|'custom'|'none', ...}; 'custom' takes `embed`. */
     configureEmbeddings: (config) => call("configureEmbeddings", withoutFunction(config ?? {}, appFunctions)),
-    /** Token counts of texts: 'estimate' (the seed's), 'o200k_base' or 'cl100k_base' (exact). */
-    countTokens: (texts, encoding = "estimate") => call("countTokens", texts, encoding),
-    tokenStats: () => call("tokens.stats"),
-    /** The seed's session retention; the policy defaults to the one in the options. */
-    applyRetentionPolicy: (policy) => call("applyRetentionPolicy", policy ?? null),
-    applyMessageRetention: (sessionId, policy) => call("applyMessageRetention", sessionId, policy ?? null),
-    retention: {
-      status: () => call("retention.status"),
-      start: (runNow = false) => call("retention.start", runNow),
-      stop: () => call("retention.stop"),
-    },
-    /** Summarise all but the last `threshold` turns into one stored system message. */
-    summarizeOldContext: (sessionId, threshold = 50) => call("summarizeOldContext", sessionId, threshold),
     /** {provider: 'openai', baseUrl, model, apiKey, timeoutMs} or {provider: 'callback', summarize}; null removes. */
     configureSummarizer: (config) =>
       call("configureSummarizer", config ? withoutFunction(config, appFunctions) : null),
-    summarizerStatus: () => call("summarizer.status"),
-    /** JSON Schema of ChatSessionMeta, ChatHistoryItem and CacheConfig (camelCase). */
-    schemas: () => call("schemas"),
-    /** Messages per day / role / session / character, totals and estimated tokens. */
-    analytics: () => call("analytics"),
-    /** The seed's envelope: {version: '1.0.0', exportedAt, sessions: [{meta, messages}]}. */
-    exportSessions: (sessionIds) => call("exportSessions", sessionIds ?? null),
-    /** Seed or AIRI (chat-sessions-index:v1) files; all or nothing. Options: {keepIds}. */
-    importSessions: (data, options = {}) => call("importSessions", data, options),
+    /** Messages one by one, fetched from the worker in batches (50 by default). */
+    "sessions.streamMessages": async function* streamMessages(sessionId, { batchSize = 50 } = {}) {
+      for (let offset = 0; ; offset += batchSize) {
+        const batch = await call("sessions.messagesPage", sessionId, offset, batchSize);
+        yield* batch;
+        if (batch.length < batchSize) return;
+      }
+    },
     /** navigator.storage.estimate(): {usage, quota} in bytes, where the browser tells. */
     estimateStorage: async () => (await navigator.storage?.estimate?.()) ?? { usage: null, quota: null },
     /** Ask the browser not to evict our IndexedDB data; resolves to whether it agreed. */
     requestPersistence: async () => (await navigator.storage?.persist?.()) ?? false,
-    /** Read-only SQL for diagnostics; parameters are bound, never formatted in. */
-    query: (sql, params = []) => call("query", sql, params),
-    info: () => call("info"),
-    ping: () => call("ping"),
-    /** Benchmark tools, refused unless the system was created with `diagnostics: true`. */
-    diagnostics: {
-      bulkInsert: (rows) => call("diagnostics.bulkInsert", rows),
-      /** Random vectors for every message without one (benchmarks of a big store). */
-      fillVectors: () => call("diagnostics.fillVectors"),
-    },
     /**
      * Lets queued writes finish (up to timeouts.closeMs, 10 s by default), then ends the
      * worker and its DuckDB and model workers, answering or not: resolves within that
@@ -192,62 +130,104 @@ export async function createMemorySystem(options = {}) {
       })();
       return closing;
     },
-    ...(testHooks && {
-      /** Tests only (the testHooks option): faults on request. */
-      _test: {
-        /** "duckdb" | "embedder": that worker is terminated, with the error event of a
-         *  crash, once it has a call in flight (waiting for one up to 10 s / 30 s). */
-        crash: (target) => rpc.send({ kind: "test", action: "crash", target }),
-        /** The worker's thread is kept busy for `ms`: it answers nothing meanwhile. */
-        block: (ms) => rpc.send({ kind: "test", action: "block", ms }),
-        /** The next `count` IndexedDB commits fail with the DOMException `name`
-         *  ("QuotaExceededError", "AbortError", ...) after their writes were made. */
-        failCommits: (name, count = 1) => rpc.send({ kind: "test", action: "failCommits", name, count }),
-      },
-    }),
   };
+  if (testHooks) {
+    Object.assign(handWritten, {
+      /** "duckdb" | "embedder": that worker is terminated, with the error event of a
+       *  crash, once it has a call in flight (waiting for one up to 10 s / 30 s). */
+      "_test.crash": (target) => rpc.send({ kind: "test", action: "crash", target }),
+      /** The worker's thread is kept busy for `ms`: it answers nothing meanwhile. */
+      "_test.block": (ms) => rpc.send({ kind: "test", action: "block", ms }),
+      /** The next `count` IndexedDB commits fail with the DOMException `name`
+       *  ("QuotaExceededError", "AbortError", ...) after their writes were made. */
+      "_test.failCommits": (name, count = 1) => rpc.send({ kind: "test", action: "failCommits", name, count }),
+    });
+  }
+  for (const [path, member] of Object.entries(handWritten)) setPath(memory, path, member);
+
+  memory.whenReady = booting.then(
+    (info) => {
+      booted = true;
+      active.started(info.activeSessionId);
+      return Object.assign(memory, {
+        /** Milliseconds from openMemorySystem() to ready. */
+        ready: performance.now() - started,
+        userId: info.userId,
+        versions: { ...info.versions, pyodide: info.buildInfo.pyodide, duckdbWasm: info.buildInfo.duckdbWasm },
+        /** Milliseconds the worker spent booting Pyodide, the wheel and DuckDB-WASM. */
+        bootMs: info.bootMs,
+        /** When each part of boot finished (ms since boot began): pyodide, imports, duckdb, python. */
+        bootPhases: info.bootPhases,
+        mounts: info.mounts,
+        /** Records start-up could not read ([{key, reason}]): kept where they are, untouched,
+         *  left out of every read; sessions.stats().quarantined has the current list. */
+        quarantined: info.quarantined,
+      });
+    },
+    (error) => {
+      worker.terminate();
+      throw error;
+    },
+  );
+  memory.whenReady.catch(() => {}); // an app that only makes calls learns of it from them
+  return memory;
 }
 
-// The seed's session store names. Every method resolves once its write is durable.
-function createSessionsFacade(call, initialActiveSessionId) {
-  const names = [
-    "createSession", "getSession", "listSessions", "getAllSessions", "renameSession",
-    "pinSession", "tagSession", "archiveSession", "unarchiveSession", "deleteSession",
-    "deleteOldSessions", "addMessage", "updateMessage", "deleteMessage",
-    "loadSessionMessages", "getSessionMessages", "latestMessages",
-    "persistSessionMessages", "forkSession", "getActiveSessionId", "stats", "snapshot", "sync",
-  ];
-  const facade = Object.fromEntries(names.map((name) => [name, (...args) => call(`sessions.${name}`, ...args)]));
-  let active = initialActiveSessionId ?? null;
-  facade.getActiveSessionId = async (characterId = "default") => {
-    const id = await call("sessions.getActiveSessionId", characterId);
-    if (characterId === "default") active = id;
-    return id;
-  };
-  facade.setActiveSessionId = async (sessionId) => {
-    const id = await call("sessions.setActiveSessionId", sessionId);
+// One forwarder per entry of the generated method map, nested by path
+// ("sessions.addMessage" -> memory.sessions.addMessage). Leading required parameters are
+// always sent (missing ones as null, which Python reads as None); optional ones only up
+// to the last one given, so Python's own defaults apply to the rest.
+function generatedMethods(call) {
+  const memory = {};
+  for (const [name, { required }] of Object.entries(METHODS)) {
+    setPath(memory, name, (...args) => {
+      let count = args.length;
+      while (count > required && args[count - 1] === undefined) count -= 1;
+      const sent = args.slice(0, count);
+      while (sent.length < required) sent.push(null);
+      return call(name, ...sent);
+    });
+  }
+  return memory;
+}
+
+function setPath(target, path, value) {
+  const parts = path.split(".");
+  const last = parts.pop();
+  for (const part of parts) target = target[part] ??= {};
+  target[last] = value;
+}
+
+// The seed assigns `sessionStore.activeSessionId = id`; the write is queued and its
+// promise kept in `activeSessionIdSaved` for callers who want to wait or catch.
+function trackActiveSession(sessions, call) {
+  let active = null;
+  let assigned = false; // by the app before boot was done: boot's value is older
+  const remember = (id) => {
     active = id;
+    assigned = true;
     return id;
   };
-  // The seed assigns `sessionStore.activeSessionId = id`; the write is queued and its
-  // promise kept in `activeSessionIdSaved` for callers who want to wait or catch.
-  Object.defineProperty(facade, "activeSessionId", {
+  sessions.getActiveSessionId = async (characterId = "default") => {
+    const id = await call("sessions.getActiveSessionId", characterId);
+    if (characterId === "default") remember(id);
+    return id;
+  };
+  sessions.setActiveSessionId = async (sessionId) => remember(await call("sessions.setActiveSessionId", sessionId));
+  sessions.activeSessionIdSaved = undefined;
+  Object.defineProperty(sessions, "activeSessionId", {
     enumerable: true,
     get: () => active,
     set: (sessionId) => {
-      active = sessionId;
-      facade.activeSessionIdSaved = facade.setActiveSessionId(sessionId);
+      remember(sessionId);
+      sessions.activeSessionIdSaved = sessions.setActiveSessionId(sessionId);
     },
   });
-  /** Messages one by one, fetched from the worker in batches (50 by default). */
-  facade.streamMessages = async function* streamMessages(sessionId, { batchSize = 50 } = {}) {
-    for (let offset = 0; ; offset += batchSize) {
-      const batch = await call("sessions.messagesPage", sessionId, offset, batchSize);
-      yield* batch;
-      if (batch.length < batchSize) return;
-    }
+  return {
+    started(initial) {
+      if (!assigned) active = initial ?? null;
+    },
   };
-  return facade;
 }
 
 // An app's own summariser (`summarize`) or embedder (`embed`) stays on the page; Python

@@ -1,13 +1,15 @@
 """``MemorySystem``: the one object the JS facade talks to.
 
-``dispatch`` is the whole bridge contract: a facade method name and a list of plain
-arguments in, ``{"ok": True, "value": ...}`` or ``{"ok": False, "error": {...}}`` out.
+``dispatch`` is the whole bridge contract: a facade method name (one of the table in
+``api_methods``, which names its handler here) and a list of plain arguments in,
+``{"ok": True, "value": ...}`` or ``{"ok": False, "error": {...}}`` out.
 Expected errors carry our message; anything else carries its type and message, so a JS
 caller always gets one clear ``Error``.
 """
 
 import asyncio
 import contextlib
+import functools
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import __version__, diagnostics, transfer
+from .api_methods import METHODS
 from .context import ComposeOptions, Composer, ContextStore, TokenCounter, Tokens
 from .context.recall import recall_memories
 from .errors import AiriMemoryError, InvalidValueError, UnknownMethodError
@@ -91,58 +94,7 @@ class MemorySystem:
             self._scheduled_retention, options.retention.interval_ms, sessions.clock
         )
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {
-            "info": self.info,
-            "ping": self.ping,
-            "close": self.close,
-            "query": self.query,
-            "storage.getItem": public.get_item,
-            "storage.getItemRaw": public.get_item_raw,
-            "storage.getItems": public.get_items,
-            "storage.setItem": public.set_item,
-            "storage.setItemRaw": public.set_item_raw,
-            "storage.setItems": self._set_items,
-            "storage.hasItem": public.has_item,
-            "storage.removeItem": public.remove_item,
-            "storage.getKeys": public.get_keys,
-            "storage.clear": public.clear,
-            "storage.getMounts": self._mounts,
-            "diagnostics.bulkInsert": self._bulk_insert,
-            "diagnostics.fillVectors": self._fill_vectors,
-            "sessions.stats": self._session_stats,
-            "analytics": self.analytics,
-            "schemas": self.schemas,
-            "exportSessions": self.export_sessions,
-            "importSessions": self.import_sessions,
-            "context.ingest": self.context.ingest,
-            "context.snapshot": self.context.current,
-            "context.entries": self.context.entries,
-            "context.remove": self.context.remove,
-            "context.clear": self.context.clear,
-            "context.registerProvider": self.register_app_provider,
-            "context.unregisterProvider": self.context.unregister_provider,
-            "context.setUserProfile": self.context.set_user_profile,
-            "context.getUserProfile": self.context.get_user_profile,
-            "context.setModuleState": self.context.set_module_state,
-            "composeMessages": self.compose_messages,
-            "search": self.searcher.search,
-            "embeddings.status": self.embeddings_status,
-            "embeddings.indexNow": self._index_now,
-            "configureEmbeddings": self.configure_embeddings,
-            "searchMessages": self.searcher.search_messages,
-            "countTokens": self.count_tokens,
-            "tokens.stats": self._token_stats,
-            "applyRetentionPolicy": self.apply_retention_policy,
-            "applyMessageRetention": self.apply_message_retention,
-            "retention.status": self._retention_status,
-            "retention.start": self._retention_start,
-            "retention.stop": self.scheduler.stop,
-            "summarizeOldContext": self.summarizer.summarize_old_context,
-            "configureSummarizer": self.configure_summarizer,
-            "summarizer.status": self._summarizer_status,
-            **{
-                f"sessions.{name}": getattr(sessions, attr)
-                for name, attr in _SESSION_METHODS.items()
-            },
+            method.name: _handler(self, method.handler) for method in METHODS
         }
 
     @classmethod
@@ -413,33 +365,9 @@ class MemorySystem:
         return await diagnostics.fill_vectors(self.vectors)
 
 
-# Facade name (after "sessions.") -> SessionStore method: the seed's names on the JS side.
-_SESSION_METHODS = {
-    "createSession": "create_session",
-    "getSession": "get_session",
-    "listSessions": "list_sessions",
-    "getAllSessions": "get_all_sessions",
-    "renameSession": "rename_session",
-    "pinSession": "pin_session",
-    "tagSession": "tag_session",
-    "archiveSession": "archive_session",
-    "unarchiveSession": "unarchive_session",
-    "deleteSession": "delete_session",
-    "deleteOldSessions": "delete_old_sessions",
-    "getActiveSessionId": "get_active_session_id",
-    "setActiveSessionId": "set_active_session_id",
-    "addMessage": "add_message",
-    "updateMessage": "update_message",
-    "deleteMessage": "delete_message",
-    "loadSessionMessages": "load_session_messages",
-    "getSessionMessages": "get_session_messages",
-    "messagesPage": "messages_page",
-    "latestMessages": "latest_messages",
-    "persistSessionMessages": "persist_session_messages",
-    "forkSession": "fork_session",
-    "snapshot": "snapshot",
-    "sync": "sync",
-}
+def _handler(system: MemorySystem, path: str) -> Callable[..., Awaitable[Any]]:
+    """The bound method at ``path`` (``"sessions.add_message"``) from the system."""
+    return functools.reduce(getattr, path.split("."), system)
 
 
 def _error_reply(error: BaseException, detail: str | None = None) -> dict[str, Any]:

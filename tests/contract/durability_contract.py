@@ -236,7 +236,7 @@ async def case_input_nested_too_deep_is_refused_and_stored_records_are_quarantin
         "storage.setItems": ([[{"key": "notes:x", "value": deep}]], ["notes:x", value_bound]),
         "context.setUserProfile": ([{"a": deep}], [value_bound]),
         "sessions.addMessage": ([sid, {"role": "user", "x": deep}], ["message.x.a", field_bound]),
-        "context.ingest": (
+        "context.ingestContext": (
             [{"sourceType": "t", "sourceId": "i", "content": deep}],
             ["context.content.a", field_bound],
         ),

@@ -573,7 +573,7 @@ async def case_failed_embedding_calls_show_in_the_status(open_system):
     await expect_error(ProviderError, search, "embedding service down")
     status = await system.embeddings_status()
     assert "embedding service down" in status["lastError"]
-    reply = await system.dispatch("embeddings.indexNow", [])
+    reply = await system.dispatch("indexEmbeddings", [])
     assert reply["error"]["name"] == "ProviderError"
     assert "embedding service down" in reply["error"]["message"]
     status = await system.embeddings_status()

@@ -127,7 +127,7 @@ class Harness(FuzzHarness):
         export = await self.value("exportSessions")
         del export["exportedAt"]
         return copy.deepcopy(
-            {"raw": raw, "export": export, "context": await self.value("context.entries")}
+            {"raw": raw, "export": export, "context": await self.value("context.getContexts")}
         )
 
     async def now(self) -> int:

@@ -466,7 +466,7 @@ CONTEXT_BREAKS: dict[str, st.SearchStrategy[Any]] = {
 
 @st.composite
 def context_cases(draw: st.DrawFn) -> Case:
-    """A ``context.ingest`` message, valid or broken once."""
+    """A ``context.ingestContext`` message, valid or broken once."""
     message = draw(
         st.fixed_dictionaries(
             {

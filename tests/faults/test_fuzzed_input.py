@@ -371,7 +371,7 @@ def test_fuzzed_context_messages_are_kept_as_given_or_refused(tmp_path):
 
 async def check_context(harness: FuzzHarness, case: Case) -> None:
     before = await harness.state()
-    reply = await harness.call("context.ingest", *case.args)
+    reply = await harness.call("context.ingestContext", *case.args)
     if not reply["ok"]:
         await refused_and_untouched(harness, case, reply, before)
         return
@@ -381,7 +381,7 @@ async def check_context(harness: FuzzHarness, case: Case) -> None:
         assert same_json(entry[name], value), (name, entry, value)
     expires = given_message.get("expiresAt")
     live = expires is None or expires > await harness.now()
-    assert (entry in await harness.value("context.entries")) == live
+    assert (entry in await harness.value("context.getContexts")) == live
     after = await harness.state()
     assert (after["raw"], after["export"]) == (before["raw"], before["export"]), (
         "context is working memory: ingesting it must not write to storage"

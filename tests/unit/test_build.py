@@ -24,7 +24,7 @@ def test_own_wheel_and_lock_are_byte_identical_across_builds(tmp_path):
         locks.append(build_dist.write_lock([*PINNED, wheel], runtime).read_bytes())
     assert locks[0] == locks[1]
     entry = json.loads(locks[0])["packages"]["airi-memory"]
-    assert entry["depends"] == ["cachetools", "pydantic", "snowballstemmer"]
+    assert entry["depends"] == ["cachetools", "pydantic", "snowballstemmer", "typing-extensions"]
     assert entry["imports"] == ["airi_memory"]
     assert entry["sha256"] == build_dist.sha256_of(first)
 

@@ -47,7 +47,7 @@ async def test_summary_from_a_chat_completions_server(llm):
     assert summary["content"] == "Previous conversation summary: a short summary"
     assert summary["summary"]["provider"] == "openai" and summary["summary"]["model"] == "tiny"
     # The key is used, never shown or exported.
-    status = await system.dispatch("summarizer.status", [])
+    status = await system.dispatch("summarizerStatus", [])
     assert status["value"]["config"]["apiKey"] == "set"
     assert SECRET not in json.dumps(status) and SECRET not in json.dumps(await system.info())
     assert SECRET not in json.dumps(await system.export_sessions())
@@ -168,7 +168,7 @@ async def test_provider_errors_are_stored_and_shown_redacted(llm):
     assert reply["error"]["name"] == "ProviderError"
     assert_redacted(reply["error"]["message"])
     assert len(reply["error"]["message"]) < 400
-    status = await system.dispatch("summarizer.status", [])
+    status = await system.dispatch("summarizerStatus", [])
     assert_redacted(status["value"]["failures"][sid]["error"])
     assert SECRET not in json.dumps(status)
     stored = await system.storage.get_item(system.summarizer.failures_key)

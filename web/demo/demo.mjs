@@ -39,8 +39,17 @@ async function renderMounts(memory) {
 }
 
 async function main() {
-  const memory = await createMemorySystem({ userId: "demo" });
+  const bar = $("boot-progress");
+  const memory = await createMemorySystem({
+    userId: "demo",
+    // Each boot phase as it ends (pyodide, imports, duckdb, python): a fraction up to 1.
+    onProgress: ({ phase, fraction }) => {
+      bar.value = fraction;
+      status.textContent = `Starting… ${phase} (${Math.round(fraction * 100)} %)`;
+    },
+  });
   globalThis.memory = memory; // handy in the console
+  bar.hidden = true;
   status.dataset.state = "ready";
   status.textContent = `Ready in ${memory.ready.toFixed(0)} ms.`;
   const info = $("system-info");

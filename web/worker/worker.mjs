@@ -12,6 +12,10 @@ let host = null; // its DuckDB and model workers are ended on close, whatever Py
 let testHooks = false; // the facade's testHooks option: crash and block on request
 let poll = null;
 const TAB_POLL_MS = 5000; // catch up at least this often, hints or not (cheap when idle)
+// Each boot phase's share of a typical boot (the bench's bootPhases), for a progress bar:
+// the fraction grows by a phase's share when it ends (pyodide and duckdb run in
+// parallel, so they may end in either order) and is 1 once Python is ready.
+const BOOT_PHASE_SHARES = { pyodide: 0.45, imports: 0.2, duckdb: 0.15, python: 0.2 };
 
 // Hints are coalesced: one catch-up runs at a time, and any number of hints during it
 // cost one more. Python's sync() coalesces the same way; this keeps the bridge quiet.
@@ -42,11 +46,16 @@ async function boot(options, withTestHooks) {
   testHooks = withTestHooks === true;
   const started = performance.now();
   const phases = {};
+  let fraction = 0;
+  const progress = (phase) => postEvent("boot-progress", { phase, fraction, elapsedMs: performance.now() - started });
   const timed = (name, promise) =>
     promise.then((value) => {
       phases[name] = performance.now() - started;
+      fraction = Math.round((fraction + BOOT_PHASE_SHARES[name]) * 1000) / 1000; // 1 at the end
+      progress(name);
       return value;
     });
+  progress("start");
   const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
   // Python starts importing our modules (and pydantic) while DuckDB-WASM still compiles.
   const python = timed(

@@ -88,9 +88,9 @@ class ContextStore:
         return live
 
     async def current(self) -> dict[str, Any]:
-        """The contexts now (the seed's ``getContextsSnapshot()``, ``context.snapshot`` on
-        the facade; internally not called a snapshot, a name the session store's saved
-        tables hold): ``{sourceType: content}``, highest priority
+        """The contexts now (the seed's ``getContextsSnapshot()``, kept on the facade;
+        internally not called a snapshot, a name the session store's saved tables
+        hold): ``{sourceType: content}``, highest priority
         first. A source type with several entries (append-self, or several source ids)
         maps to the list of their contents, oldest first."""
         grouped: dict[str, list[ContextMessage]] = {}

@@ -66,8 +66,6 @@ FAMILY_EXAMPLES = 1000 if SOAK else 15
 BOOT_OPTIONS = {**QUIET, "userId": "tester", "embeddings": {"provider": "none"}}
 CALL_MS = 30_000  # a call, or a look at the store, that takes longer has hung
 BOOT_MS = 120_000  # Pyodide, the wheel and DuckDB-WASM on a slow two-core machine
-# Where a facade name differs from the dispatch name the checks use.
-FACADE_NAMES = {"context.ingest": "context.ingestContext", "context.entries": "context.getContexts"}
 # The facade refuses arguments nested deeper than this before the worker sees them, with
 # an error naming no field (tests/e2e/faults/test_fault_deep_nesting.py covers it).
 FACADE_MAX_DEPTH = int(
@@ -336,7 +334,7 @@ class BrowserHarness(FuzzHarness):
         raise AssertionError("a check awaited something other than the harness")
 
     async def call(self, method: str, *args: Any) -> dict[str, Any]:
-        return self._reply("call", FACADE_NAMES.get(method, method), page_text(list(args)))
+        return self._reply("call", method, page_text(list(args)))
 
     async def state(self) -> dict[str, Any]:
         return self._value("state")
