@@ -35,6 +35,7 @@ from .recall import recall_memories
 from .search.embeddings import Embedder, EmbeddingConfig, make_embedder
 from .search.semantic import VectorIndex
 from .search.service import Searcher
+from .search.tables import SearchTables
 from .sessions import SessionStore
 from .sessions.analytics import message_analytics
 from .sessions.mirror import SessionMirror
@@ -87,9 +88,9 @@ class MemorySystem:
         self.context.use_builtin_providers(options.context.datetime, options.context.user_profile)
         self.tokens = Tokens(ports.tokens)
         self.composer = Composer(self.tokens, options.models)
-        self.summarizer = Summarizer(sessions, None, sessions.clock)
+        self.summarizer = Summarizer(sessions, storage, None, sessions.clock)
         self._configure_summarizer(options.summarizer)
-        self.searcher = Searcher(sessions, options.retrieval)
+        self.searcher = Searcher(sessions, sql, options.retrieval)
         self.vectors: VectorIndex | None = None
         self.embeddings_note: str | None = None
         sessions.write_listeners.append(self._wake_indexer)
@@ -113,7 +114,12 @@ class MemorySystem:
     ) -> "MemorySystem":
         options = parse_options(raw_options)
         sessions = await SessionStore.open(
-            storage, SessionMirror(sql), options.user_id, options.cache, clock, publish
+            storage,
+            SessionMirror(sql, [SearchTables()]),
+            options.user_id,
+            options.cache,
+            clock,
+            publish,
         )
         system = cls(storage, sql, options, sessions, ports or HostPorts(), sleep)
         system._configure_embeddings(options.embeddings)
@@ -159,7 +165,7 @@ class MemorySystem:
         return "pong"
 
     async def query(self, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-        await self.sessions.mirror.flush()
+        await self.sessions.flush()
         return (await self.sql.read_only_query(sql, params or [])).rows()
 
     async def close(self) -> None:
@@ -179,7 +185,7 @@ class MemorySystem:
         return json_schemas()
 
     async def analytics(self) -> dict[str, Any]:
-        await self.sessions.mirror.flush()
+        await self.sessions.flush()
         return await message_analytics(self.sql, self.options.user_id)
 
     async def export_sessions(self, session_ids: list[str] | None = None) -> dict[str, Any]:
@@ -206,9 +212,9 @@ class MemorySystem:
         await self.sessions.ensure_session(session_id)
         parsed = validate_or_raise(ComposeOptions, options or {}, "composeMessages")
         errors = await self.context.refresh()
-        snapshot = await self.context.snapshot()
+        contexts = await self.context.current()
         messages = await self.sessions.load_session_messages(session_id)
-        composed = await self.composer.compose(session_id, messages, snapshot, parsed)
+        composed = await self.composer.compose(session_id, messages, contexts, parsed)
         recalled: list[dict[str, Any]] = []
         if parsed.retrieval is not None:
             text, recalled = await recall_memories(
@@ -216,12 +222,12 @@ class MemorySystem:
             )
             if text:
                 composed = await self.composer.compose(
-                    session_id, messages, snapshot, parsed, recall=text
+                    session_id, messages, contexts, parsed, recall=text
                 )
         return {
             **composed,
             "sessionId": session_id,
-            "context": snapshot,
+            "context": contexts,
             "contextErrors": errors,
             "recalled": recalled,
         }
@@ -242,7 +248,9 @@ class MemorySystem:
             config, ports.local_embedder, ports.http, ports.call_app
         )
         self.vectors = (
-            VectorIndex(self.sessions, embedder, self.ports.emit, self.sleep) if embedder else None
+            VectorIndex(self.sessions, self.sql, self.storage, embedder, self.ports.emit, self.sleep)
+            if embedder
+            else None
         )
         self.searcher.semantic = self.vectors
         if self.vectors is not None:

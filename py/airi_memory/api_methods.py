@@ -193,7 +193,7 @@ METHODS: tuple[Method, ...] = (
     # --- context: working memory for the next LLM call ----------------------------
     _method("context.ingestContext", "context.ingest", "Add or replace a module's context.",
             ContextMessage, _P("message", ContextMessage)),
-    _method("context.getContextsSnapshot", "context.snapshot",
+    _method("context.getContextsSnapshot", "context.current",
             "{sourceType: content}, highest priority first, expired entries gone.", _JSON),
     _method("context.getContexts", "context.entries", "Every live entry in full.",
             list[ContextMessage]),

@@ -9,7 +9,7 @@ import random
 import time
 from array import array
 
-from .search.semantic import TEXT_HASH, VectorIndex
+from .search.semantic import TEXT_HASH, WITH_TEXT, VectorIndex
 from .sql import SqlEngine
 
 _SCRATCH = "diagnostics_bulk_insert"
@@ -45,9 +45,10 @@ async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
     """Random vectors for every message that has none, stored as embedded ones are (in
     DuckDB and IndexedDB), so a reload loads them back as it would real ones."""
     started = time.perf_counter()
-    await index.sessions.mirror.flush()
+    await index.sessions.flush()
     missing = await index.sql.query(
-        f"SELECT m.session_id, m.record, {TEXT_HASH} FROM chat_messages m WHERE NOT EXISTS "
+        f"SELECT m.session_id, m.record, {TEXT_HASH} FROM chat_messages m {WITH_TEXT} "
+        "WHERE NOT EXISTS "
         "(SELECT 1 FROM message_vectors v WHERE v.doc = m.doc)"
     )
     keys = missing.tuples()

@@ -24,29 +24,29 @@ async def case_context_strategies_priority_and_expiry(open_system):
     c = system.context
     await c.ingest(context("module:discord", {"channel": "general"}))
     await c.ingest(context("module:discord", {"channel": "random"}))  # replace-self
-    assert await c.snapshot() == {"module:discord": {"channel": "random"}}
+    assert await c.current() == {"module:discord": {"channel": "random"}}
     for n in range(25):
         await c.ingest(context("sensor:chat", {"n": n}, strategy="append-self"))
-    snapshot = await c.snapshot()
-    assert snapshot["sensor:chat"] == [{"n": n} for n in range(5, 25)]  # capped at 20 per source
+    current = await c.current()
+    assert current["sensor:chat"] == [{"n": n} for n in range(5, 25)]  # capped at 20 per source
     await c.ingest(context("module:urgent", {"alarm": True}, priority=5))
     await c.ingest(context("module:soon-gone", {"x": 1}, expiresAt=clock.now + 1000))
-    assert list(await c.snapshot()) == [
+    assert list(await c.current()) == [
         "module:urgent", "module:discord", "sensor:chat", "module:soon-gone",
     ]  # fmt: skip
     clock.now += 1000
-    assert "module:soon-gone" not in await c.snapshot()
+    assert "module:soon-gone" not in await c.current()
     # Two sources of one type both show, oldest first; removing one leaves the other.
     await c.ingest(context("module:minecraft", {"server": "a"}, sourceId="one"))
     await c.ingest(context("module:minecraft", {"server": "b"}, sourceId="two"))
-    assert (await c.snapshot())["module:minecraft"] == [{"server": "a"}, {"server": "b"}]
+    assert (await c.current())["module:minecraft"] == [{"server": "a"}, {"server": "b"}]
     assert await c.remove("module:minecraft", "one") == 1
-    assert (await c.snapshot())["module:minecraft"] == {"server": "b"}
+    assert (await c.current())["module:minecraft"] == {"server": "b"}
     entries = await c.entries()
     assert entries[0]["sourceType"] == "module:urgent" and entries[0]["priority"] == 5
     assert await c.remove("sensor:chat") == 20
     assert await c.clear() == 3  # discord, urgent, minecraft "two"
-    assert await c.snapshot() == {}
+    assert await c.current() == {}
     await expect_error(InvalidValueError, c.ingest(context("x", "not an object")), "content")
     await expect_error(InvalidValueError, c.ingest(context("x", {}, strategy="merge")), "strategy")
     await expect_error(InvalidValueError, c.ingest({"sourceId": "a", "content": {}}), "sourceType")

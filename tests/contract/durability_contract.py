@@ -48,18 +48,18 @@ async def case_a_snapshot_never_replaces_one_that_pruned_past_it(open_system):
     sid = (await ahead.sessions.create_session({"title": "Shared"}))["sessionId"]
     await _say(ahead, sid, "m0", "m1")
     await ahead.sessions.snapshot()
-    cluster = behind.sessions.mirror.cluster_terms
+    prepare = behind.sessions.mirror.before_snapshot
 
-    async def cluster_while_the_other_tab_snapshots_twice():
+    async def prepare_while_the_other_tab_snapshots_twice():
         # After the lagging tab caught up and before it writes its snapshot, the other
         # tab writes and snapshots twice: what the lagging one covers is now pruned.
-        behind.sessions.mirror.cluster_terms = cluster  # only the first attempt
-        await cluster()
+        behind.sessions.mirror.before_snapshot = prepare  # only the first attempt
+        await prepare()
         for content in ("m2", "m3"):
             await _say(ahead, sid, content)
             await ahead.sessions.snapshot()
 
-    behind.sessions.mirror.cluster_terms = cluster_while_the_other_tab_snapshots_twice
+    behind.sessions.mirror.before_snapshot = prepare_while_the_other_tab_snapshots_twice
     conflicts = behind.sessions.stats()["journal"]["conflicts"]
     # Its first attempt is refused (the guard on the head); it catches up and retakes it.
     report = await behind.sessions.snapshot()
@@ -110,26 +110,26 @@ async def case_writes_committed_while_a_tab_starts_reach_it(open_system):
     """Start-up without a snapshot reads the journal head before the records: what
     another tab commits in between (a message, a new session) is replayed by the next
     catch-up, never taken as applied unseen."""
-    from airi_memory.sessions.store import SessionStore
+    from airi_memory.sessions.reader import RecordReader
 
     here = await open_system(clock=Clock(), separate_engine=True, **QUIET)
     sid = (await here.sessions.create_session())["sessionId"]
     await _say(here, sid, "m0")
-    read_messages = SessionStore._read_messages
+    read_messages = RecordReader.read_messages
     late: list[str] = []
 
-    async def read_then_let_the_other_tab_write(store: SessionStore) -> dict:
-        SessionStore._read_messages = read_messages
-        found = await read_messages(store)
+    async def read_then_let_the_other_tab_write(reader: RecordReader) -> dict:
+        RecordReader.read_messages = read_messages
+        found = await read_messages(reader)
         await _say(here, sid, "between")
         late.append((await here.sessions.create_session({"title": "late"}))["sessionId"])
         return found
 
-    SessionStore._read_messages = read_then_let_the_other_tab_write
+    RecordReader.read_messages = read_then_let_the_other_tab_write
     try:
         starting = await open_system(clock=Clock(), separate_engine=True, **QUIET)
     finally:
-        SessionStore._read_messages = read_messages
+        RecordReader.read_messages = read_messages
     assert late, "the start-up did not read the records"
     await starting.sessions.sync()
     assert await _contents(starting, sid) == ["m0", "between"]

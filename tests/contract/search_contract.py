@@ -181,11 +181,12 @@ async def case_index_follows_edits_deletes_and_restarts(open_system):
     await restarted.sessions.delete_session(other)
     found = contents(await restarted.searcher.search({"query": "concert", "strategy": "keyword"}))
     assert found == []
-    orphans = await restarted.query(
-        "SELECT count(*) AS n FROM search_terms t WHERE NOT EXISTS "
-        "(SELECT 1 FROM chat_messages m WHERE m.doc = t.doc)"
-    )
-    assert orphans == [{"n": 0}]  # no term rows left behind by the deletes
+    for table in ("search_terms", "search_text"):
+        orphans = await restarted.query(
+            f"SELECT count(*) AS n FROM {table} t WHERE NOT EXISTS "
+            "(SELECT 1 FROM chat_messages m WHERE m.doc = t.doc)"
+        )
+        assert orphans == [{"n": 0}]  # no rows left behind by the deletes
 
 
 async def case_composition_recalls_old_memories_within_a_budget(open_system):
@@ -359,7 +360,10 @@ async def case_vectors_stored_as_float32_by_an_older_version_still_load(open_sys
     await session_with(system, ["purple elephant dancing", "blue whale"])
     await settled(system, indexed=2)
     # Rewrite the stored batches as version 0.1 wrote them: a header and float32s.
-    rows = await system.query("SELECT session_id, record, folded FROM chat_messages ORDER BY doc")
+    rows = await system.query(
+        "SELECT session_id, record, folded FROM chat_messages JOIN search_text USING (doc) "
+        "ORDER BY doc"
+    )
     keys = [[r["session_id"], r["record"]] for r in rows]
     floats = array("f", [x for r in toy_vectors([r["folded"] for r in rows]) for x in r])
     header = json.dumps({"keys": keys, "dimensions": 48}).encode()
@@ -380,10 +384,11 @@ async def case_vectors_stored_as_float32_by_an_older_version_still_load(open_sys
     # Stored again with the text each vector was made from: an edit is caught from now on.
     import asyncio
 
-    from airi_memory.search.semantic import TEXT_HASH, decode_batch
+    from airi_memory.search.semantic import TEXT_HASH, WITH_TEXT, decode_batch
 
     texts = await restarted.query(
-        f"SELECT session_id, record, {TEXT_HASH} AS text FROM chat_messages m ORDER BY doc"
+        f"SELECT session_id, record, {TEXT_HASH} AS text FROM chat_messages m {WITH_TEXT} "
+        "ORDER BY m.doc"
     )
     wanted = sorted((r["session_id"], r["record"], r["text"]) for r in texts)
     for _ in range(200):
@@ -416,7 +421,7 @@ async def case_deleted_messages_take_their_stored_vectors_with_them(open_system)
     editing its text, removes the vector from storage too, not only from the index."""
     import asyncio
 
-    from airi_memory.search.semantic import TEXT_HASH, decode_batch
+    from airi_memory.search.semantic import TEXT_HASH, WITH_TEXT, decode_batch
 
     async def stored_texts(system):
         """The texts of the stored vectors: of messages as they are now, or gone."""
@@ -424,7 +429,8 @@ async def case_deleted_messages_take_their_stored_vectors_with_them(open_system)
         for _, data in await system.storage.get_all("local:memory:vectors", raw=True):
             found.update(decode_batch(bytes(data))[0])
         rows = await system.query(
-            f"SELECT session_id, record, {TEXT_HASH} AS text, folded FROM chat_messages m"
+            f"SELECT session_id, record, {TEXT_HASH} AS text, folded FROM chat_messages m "
+            + WITH_TEXT
         )
         names = {(r["session_id"], r["record"], r["text"]): r["folded"] for r in rows}
         return {names.get(key, f"deleted {key}") for key in found}

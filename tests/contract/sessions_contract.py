@@ -522,12 +522,43 @@ async def case_a_damaged_snapshot_falls_back_to_the_records(open_system):
     await system.sessions.snapshot()
     await system.sessions.add_message(sid, {"role": "user", "content": "after"})
     await system.storage.set_item_raw(
-        "local:memory:snapshot:v4:chat_messages", b"not a snapshot at all"
+        "local:memory:snapshot:v5:chat_messages", b"not a snapshot at all"
     )
     restarted = await open_system(clock=Clock())
     contents = [m["content"] for m in await restarted.sessions.load_session_messages(sid)]
     assert contents == ["m0", "m1", "m2", "after"]
     assert "snapshotFailed" in restarted.sessions.stats()["loadMs"]
+
+
+async def case_a_snapshot_in_an_older_layout_is_ignored_then_removed(open_system):
+    """A snapshot an older version wrote (tables of another shape) is not imported: the
+    start-up reads the records, and its next snapshot removes the old one."""
+    from airi_memory.sessions.snapshots import SNAPSHOT, SNAPSHOT_VERSION
+
+    system = await open_system(clock=Clock())
+    sid = (await system.sessions.create_session())["sessionId"]
+    for i in range(3):
+        await system.sessions.add_message(sid, {"role": "user", "content": f"m{i}"})
+    await system.sessions.snapshot()
+    current = f"{SNAPSHOT}:{SNAPSHOT_VERSION}:"
+    saved = await system.storage.get_keys(current)
+    assert len(saved) >= 2  # the covers and at least the message table
+    for key in saved:  # as if an older version (v4) had written it
+        older = key.replace(current, f"{SNAPSHOT}:v4:")
+        if key.endswith(":covers"):
+            await system.storage.set_item(older, await system.storage.get_item(key))
+        else:
+            await system.storage.set_item_raw(older, await system.storage.get_item_raw(key))
+        await system.storage.remove_item(key)
+    restarted = await open_system(clock=Clock())
+    assert "importSnapshot" not in restarted.sessions.stats()["loadMs"]
+    contents = [m["content"] for m in await restarted.sessions.load_session_messages(sid)]
+    assert contents == ["m0", "m1", "m2"]
+    found = await restarted.searcher.search({"query": "m1", "strategy": "keyword"})
+    assert [hit["message"]["content"] for hit in found["results"]] == ["m1"]
+    await restarted.sessions.snapshot()
+    assert await system.storage.get_keys(f"{SNAPSHOT}:v4:") == []
+    assert len(await system.storage.get_keys(current)) == len(saved)
 
 
 async def case_two_writers_on_one_store_lose_nothing(open_system):

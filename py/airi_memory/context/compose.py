@@ -60,11 +60,11 @@ def sendable(message: dict[str, Any]) -> dict[str, Any]:
     return {k: message[k] for k in SENT_FIELDS if message.get(k) is not None}
 
 
-def context_lines(snapshot: dict[str, Any], style: str) -> str:
+def context_lines(contexts: dict[str, Any], style: str) -> str:
     dumps = lambda value: json.dumps(value, ensure_ascii=False)  # noqa: E731
     if style == "last-user":
-        return "[Context]\n" + "\n".join(f"- {k}: {dumps(v)}" for k, v in snapshot.items())
-    return "\n".join(f"Module {k}: {dumps(v)}" for k, v in snapshot.items())
+        return "[Context]\n" + "\n".join(f"- {k}: {dumps(v)}" for k, v in contexts.items())
+    return "\n".join(f"Module {k}: {dumps(v)}" for k, v in contexts.items())
 
 
 @dataclass
@@ -164,14 +164,14 @@ class Composer:
         self,
         session_id: str,
         messages: list[dict[str, Any]],
-        snapshot: dict[str, Any],
+        contexts: dict[str, Any],
         options: ComposeOptions,
         recall: str | None = None,
     ) -> dict[str, Any]:
         """``recall``: the recalled-memories text, sent as a system message after the summary."""
         preset = self.budget(options)
         window = await self.window(session_id, messages, preset, options.include_summary)
-        placement = options.context_placement if snapshot else "none"
+        placement = options.context_placement if contexts else "none"
         split = window.split
         system = split.system
         if options.system_prompt is not None:
@@ -182,7 +182,7 @@ class Composer:
         if system is not None:
             fixed.append(("system", f"system:{system.get('id')}", system))
         if placement != "none":
-            text = context_lines(snapshot, placement)
+            text = context_lines(contexts, placement)
             block = {"role": "user", "content": [{"type": "text", "text": text}]}
             fixed.append(("context", "context", block))
         if split.summary is not None:

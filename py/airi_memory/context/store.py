@@ -87,20 +87,22 @@ class ContextStore:
                 del self._entries[source_type]
         return live
 
-    async def snapshot(self) -> dict[str, Any]:
-        """The seed's ``getContextsSnapshot()``: ``{sourceType: content}``, highest priority
+    async def current(self) -> dict[str, Any]:
+        """The contexts now (the seed's ``getContextsSnapshot()``, kept on the facade;
+        internally not called a snapshot, a name the session store's saved tables
+        hold): ``{sourceType: content}``, highest priority
         first. A source type with several entries (append-self, or several source ids)
         maps to the list of their contents, oldest first."""
         grouped: dict[str, list[ContextMessage]] = {}
         for entry in self._live():
             grouped.setdefault(entry.source_type, []).append(entry)
         order = sorted(grouped, key=lambda key: -max(e.priority for e in grouped[key]))
-        snapshot: dict[str, Any] = {}
+        current: dict[str, Any] = {}
         for key in order:
             entries = sorted(grouped[key], key=lambda e: e.created_at)
             contents = [e.content for e in entries]
-            snapshot[key] = contents[0] if len(contents) == 1 else contents
-        return snapshot
+            current[key] = contents[0] if len(contents) == 1 else contents
+        return current
 
     async def entries(self) -> list[dict[str, Any]]:
         """Every live entry in full (source, strategy, priority, expiry)."""

@@ -87,7 +87,7 @@ class NativeDuckDb(SqlEngine):
         return len(rows)
 
     async def export_table(self, table: str) -> bytes:
-        """Pickled columns: the CPython engine's snapshot format (Arrow IPC needs pyarrow)."""
+        """Pickled columns: the CPython engine's table export (Arrow IPC needs pyarrow)."""
         result = await self.query(f"SELECT * FROM {check_identifier(table)}")
         return pickle.dumps(result.data, protocol=pickle.HIGHEST_PROTOCOL)
 

@@ -121,7 +121,7 @@ async def scheduled_retention(
     done: set[str] = set()
     report["messages"] = []
     if message_policy is not None:
-        counts = await sessions.mirror.message_counts()
+        counts = await sessions.message_counts()
         limit = min(message_policy.summary_threshold, message_policy.max_messages_per_session)
         for meta in sessions.own_sessions():
             if counts.get(meta.session_id, 0) > limit:

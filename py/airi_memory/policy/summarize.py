@@ -25,6 +25,7 @@ from ..llm import LlmProvider
 from ..llm.openai_protocol import ERROR_CHARS, redacted
 from ..models import WRITTEN_HERE, ChatHistoryItem, validate_or_raise
 from ..sessions import SessionStore
+from ..storage import Storage
 from ..storage.keys import key_segment
 
 SUMMARY_PREFIX = "Previous conversation summary: "
@@ -42,10 +43,12 @@ class Summarizer:
     def __init__(
         self,
         sessions: SessionStore,
+        storage: Storage,
         provider: LlmProvider | None,
         clock: Callable[[], int],
     ) -> None:
         self.sessions = sessions
+        self.storage = storage  # where failed summaries wait for their retry
         self.provider = provider
         self.clock = clock
         # Sessions whose last attempt failed: {attempts, error, retryAt, threshold}; stored,
@@ -55,11 +58,11 @@ class Summarizer:
         self._locks: dict[str, asyncio.Lock] = {}
 
     async def load(self) -> None:
-        stored = await self.sessions.storage.get_item(self.failures_key)
+        stored = await self.storage.get_item(self.failures_key)
         self.failures = stored if isinstance(stored, dict) else {}
 
     async def _save(self) -> None:
-        await self.sessions.storage.set_item(self.failures_key, self.failures)
+        await self.storage.set_item(self.failures_key, self.failures)
 
     async def forget(self, session_id: str) -> None:
         if self.failures.pop(session_id, None) is not None:

@@ -1,6 +1,7 @@
 """Keyword retrieval inside DuckDB: the seed's substring search, and BM25 over our own
 term index (``search_terms``), since DuckDB's fts extension cannot be loaded offline.
 
+Both read search's own tables (``search.tables``: ``search_text``, ``search_terms``).
 BM25 as Lucene computes it: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), k1 = 1.2,
 b = 0.75, over every message of the store. A message containing the whole query as a
 phrase (accents and case folded) gets its score raised by ``PHRASE_BOOST``.
@@ -31,16 +32,17 @@ async def bm25(sql: SqlEngine, query: str, scope: Scope, limit: int) -> list[dic
     statement = f"""
         WITH q(term, qtf) AS (VALUES {values}),
         stats AS (SELECT count(*) AS n, greatest(avg(terms), 1) AS avgdl
-                  FROM chat_messages WHERE terms > 0),
+                  FROM search_text WHERE terms > 0),
         hits AS (SELECT doc, term, tf FROM search_terms WHERE term IN ({ids})),
         df AS (SELECT term, count(*) AS df FROM hits GROUP BY term)
         SELECT h.doc,
                sum(q.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
                    * h.tf * {K1 + 1}
-                   / (h.tf + {K1} * (1 - {B} + {B} * m.terms / stats.avgdl))) AS score,
+                   / (h.tf + {K1} * (1 - {B} + {B} * t.terms / stats.avgdl))) AS score,
                list(h.term) AS matched
         FROM hits h JOIN q USING (term) JOIN df USING (term)
-        JOIN chat_messages m ON m.doc = h.doc {scope.join}, stats
+        JOIN search_text t ON t.doc = h.doc JOIN chat_messages m ON m.doc = h.doc {scope.join},
+        stats
         WHERE {scope.condition}
         GROUP BY h.doc ORDER BY score DESC LIMIT ?"""
     phrase = fold(query).strip()
@@ -65,8 +67,9 @@ async def substring(sql: SqlEngine, query: str, scope: Scope, limit: int) -> lis
     """The seed's ``searchMessages``: messages whose text contains ``query``, case (and
     accents) ignored, oldest first."""
     result = await sql.query(
-        f"""SELECT m.session_id, m.body FROM chat_messages m {scope.join}
-            WHERE contains(m.folded, ?) AND {scope.condition}
+        f"""SELECT m.session_id, m.body FROM chat_messages m
+            JOIN search_text t ON t.doc = m.doc {scope.join}
+            WHERE contains(t.folded, ?) AND {scope.condition}
             ORDER BY m.created_at, m.session_id, m.seq LIMIT ?""",
         [fold(query), *scope.params, limit],
     )

@@ -15,7 +15,8 @@ async def by_doc(sql: SqlEngine, docs: list[int]) -> dict[int, tuple[str, str, s
         return {}
     listed = ", ".join(str(int(doc)) for doc in docs)  # integers: safe inline, pushed down
     result = await sql.query(
-        f"SELECT doc, session_id, record, folded, body FROM chat_messages WHERE doc IN ({listed})"
+        "SELECT m.doc, m.session_id, m.record, t.folded, m.body FROM chat_messages m "
+        f"JOIN search_text t ON t.doc = m.doc WHERE m.doc IN ({listed})"
     )
     return {
         int(doc): (sid, record, folded, body) for doc, sid, record, folded, body in result.tuples()

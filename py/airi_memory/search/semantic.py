@@ -10,6 +10,9 @@ two models' vectors never mix, and changing the model re-embeds in the backgroun
 A stored vector names its message and the text it was made from (a hash): after an edit
 the old text's vector never comes back to the message, which is embedded again instead.
 The top-k scan is an inner product in DuckDB, with the filters in the same SQL.
+
+Over 350 lines: loading, indexing, pruning and the scan share the stored batches'
+bookkeeping (``_stored``, ``_unverified``) and the indexing lock.
 """
 
 import asyncio
@@ -25,25 +28,29 @@ from typing import Any
 from ..errors import InvalidValueError
 from ..models import message_text
 from ..sessions import SessionStore
+from ..sql import SqlEngine
+from ..storage import Storage
 from ..storage.driver import native_bytes
 from ..storage.values import loads
 from .embeddings import Embedder
 from .filters import Scope
 from .messages import by_doc, hit
 from .quantize import quantize
+from .tables import VECTORS_TABLE
 
 VECTORS = "local:memory:vectors"
-TABLE = "message_vectors"
+TABLE = VECTORS_TABLE
 STAGING = "message_vectors_staging"
 EMBEDDED_ROLES = ("user", "assistant")
 SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batches fill up)
 RETRY_S = 30.0  # after a provider failure
 LOAD_CHUNK = 8192  # stored vectors inserted per statement at start
 WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
-# The text a vector was made from, as DuckDB sees it in ``chat_messages`` (64 bits of the
+# The text a vector was made from, as DuckDB sees it in ``search_text`` (64 bits of the
 # md5 of the folded text, the same in every version): a vector counts only for the text
 # a message has now (an edit of nothing but case or accents keeps its vector).
-TEXT_HASH = "left(md5(m.folded), 16)"
+TEXT_HASH = "left(md5(t.folded), 16)"
+WITH_TEXT = "JOIN search_text t ON t.doc = m.doc"  # where TEXT_HASH reads its text
 # A vector's key: (session id, record, TEXT_HASH). Batches stored before the hash was kept
 # have (session id, record) only, and are taken as they are.
 VectorKey = tuple[str, ...]
@@ -76,6 +83,8 @@ class VectorIndex:
     def __init__(
         self,
         sessions: SessionStore,
+        sql: SqlEngine,
+        storage: Storage,
         embedder: Embedder,
         emit: Callable[[str, dict[str, Any]], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -83,6 +92,8 @@ class VectorIndex:
         """``sleep``: the settle and retry waits, on the system's time (tests move it)."""
         self.sessions = sessions
         self.sleep = sleep
+        self.sql = sql
+        self.storage = storage
         self.embedder = embedder
         self.config = embedder.config
         self.emit = emit or (lambda event, detail: None)
@@ -108,10 +119,6 @@ class VectorIndex:
         # Stored batches without the text each vector was made from (older versions): taken
         # as they are, then stored again with it, so later edits are caught in them too.
         self._unverified: set[int] = set()
-
-    @property
-    def sql(self) -> Any:
-        return self.sessions.mirror.sql
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -168,12 +175,12 @@ class VectorIndex:
         await self.sql.execute(
             vectors_table(TABLE, "doc INTEGER, batch INTEGER", dims, self.config.compact_vectors)
         )
-        await self.sessions.mirror.flush()
+        await self.sessions.flush()
         keys: list[VectorKey] = []
         batches: list[int] = []
         codes, scales = bytearray(), bytearray()
         # One stored batch at a time into Python: its heap never gives memory back.
-        for key, data in await self.sessions.storage.get_all_raw_native(self.prefix):
+        for key, data in await self.storage.get_all_raw_native(self.prefix):
             batch_keys, batch_codes, batch_scales, stored_dims = decode_batch(native_bytes(data))
             if stored_dims == dims:
                 batch = self._number()
@@ -223,12 +230,14 @@ class VectorIndex:
         await self.sql.execute(
             f"INSERT INTO {TABLE} SELECT m.doc, v.batch::INTEGER, v.vec, v.scale FROM {STAGING} v "
             "JOIN chat_messages m ON m.session_id = v.session_id AND m.record = v.record "
+            f"{WITH_TEXT} "
             f"WHERE (v.text_hash = '' OR v.text_hash = {TEXT_HASH}) "
             f"AND NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
         )
         await self.sql.execute(f"DROP TABLE {STAGING}")
 
-    _PENDING = f"""FROM chat_messages m WHERE m.folded <> '' AND m.role IN {EMBEDDED_ROLES}
+    _PENDING = f"""FROM chat_messages m {WITH_TEXT}
+        WHERE t.folded <> '' AND m.role IN {EMBEDDED_ROLES}
         AND NOT EXISTS (SELECT 1 FROM {TABLE} v WHERE v.doc = m.doc)"""
 
     async def index_now(self) -> None:
@@ -246,7 +255,7 @@ class VectorIndex:
             await self._embed_pending()
 
     async def _count_pending(self) -> None:
-        await self.sessions.mirror.flush()
+        await self.sessions.flush()
         count = await self.sql.query(f"SELECT count(*) AS n {self._PENDING}")
         self.pending = int(count.scalar())
 
@@ -259,7 +268,7 @@ class VectorIndex:
         self._progress()
         self._run_began = (time.perf_counter(), self.indexed)
         while True:
-            await self.sessions.mirror.flush()
+            await self.sessions.flush()
             window = await self.sql.query(
                 f"SELECT m.session_id, m.record, {TEXT_HASH} AS text_hash, m.body {self._PENDING} "
                 "ORDER BY m.created_at DESC LIMIT ?",
@@ -301,10 +310,10 @@ class VectorIndex:
         await self._loaded.wait()  # the tables exist, and stored vectors are back
         dims = self.config.dimensions
         batch = self._number()
-        key = f"{self.prefix}:{self.sessions.clock():013d}-{self.sessions.writer}-{batch:06d}"
+        key = f"{self.prefix}:{self.sessions.clock():013d}-{self.sessions.writer_id}-{batch:06d}"
         self._stored[batch] = (key, len(keys))
         await self._insert(keys, [batch] * len(keys), codes, scales)
-        await self.sessions.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
+        await self.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
         self.indexed += len(keys)
         self.pending = max(self.pending - len(keys), 0)
 
@@ -314,7 +323,7 @@ class VectorIndex:
         have stored."""
         async with self._indexing:
             self._prune_due = False
-            await self.sessions.mirror.flush()
+            await self.sessions.flush()
             live = await self.sql.query(f"SELECT batch, count(*) AS n FROM {TABLE} GROUP BY 1")
             counts = dict(live.tuples())
             for batch, (key, stored) in list(self._stored.items()):
@@ -327,25 +336,23 @@ class VectorIndex:
         with the text it stands for."""
         live = await self.sql.query(
             f"SELECT m.session_id, m.record, {TEXT_HASH} FROM {TABLE} v JOIN chat_messages m "
-            "ON m.doc = v.doc WHERE v.batch = ?",
+            f"ON m.doc = v.doc {WITH_TEXT} WHERE v.batch = ?",
             [batch],
         )
         texts = {(sid, record): text for sid, record, text in live.tuples()}
         self._unverified.discard(batch)
-        data = await self.sessions.storage.get_item_raw(key)
+        data = await self.storage.get_item_raw(key)
         keys, codes, scales, dims = decode_batch(bytes(data)) if data else ([], b"", b"", 0)
         kept = [row for row, k in enumerate(keys) if k[:2] in texts]
         if not kept:
-            await self.sessions.storage.remove_item(key)
+            await self.storage.remove_item(key)
             del self._stored[batch]
             return
         kept_codes = b"".join(codes[row * dims : (row + 1) * dims] for row in kept)
         row_scales = array("f", scales)
         kept_scales = array("f", [row_scales[row] for row in kept]).tobytes()
         kept_keys = [(*keys[row][:2], texts[keys[row][:2]]) for row in kept]
-        await self.sessions.storage.set_item_raw(
-            key, encode_batch(kept_keys, kept_codes, kept_scales, dims)
-        )
+        await self.storage.set_item_raw(key, encode_batch(kept_keys, kept_codes, kept_scales, dims))
         self._stored[batch] = (key, len(kept))
 
     def _progress(self) -> None:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 from ..errors import InvalidValueError
 from ..models import DAY_MS, lone_surrogate_path, validate_or_raise
 from ..sessions import SessionStore
+from ..sql import SqlEngine
 from ..storage.values import loads
 from . import keyword
 from .filters import Scope, SearchFilters, scope
@@ -75,8 +76,9 @@ class SemanticRetriever(Protocol):
 
 
 class Searcher:
-    def __init__(self, sessions: SessionStore, config: RetrievalConfig) -> None:
+    def __init__(self, sessions: SessionStore, sql: SqlEngine, config: RetrievalConfig) -> None:
         self.sessions = sessions
+        self.sql = sql
         self.config = config
         self.semantic: SemanticRetriever | None = None
 
@@ -88,7 +90,7 @@ class Searcher:
             raise InvalidValueError(f"search with strategy {strategy!r} needs a query text")
         if strategy == "semantic" and self.semantic is None:
             raise InvalidValueError("semantic search needs embeddings, and none are configured")
-        await self.sessions.mirror.flush()
+        await self.sessions.flush()
         excluded = set(query.exclude_ids)
         # Excluded messages (the window, for recall) may crowd the top: ask for more only
         # while they leave too few, instead of reading a candidate for every exclusion.
@@ -126,7 +128,7 @@ class Searcher:
         pool = want * (1 if strategy in ("keyword", "semantic") else CANDIDATES)
         where = self._scope(query.filters)
         if strategy != "semantic":
-            hits = await keyword.bm25(self.sessions.mirror.sql, query.query, where, pool)
+            hits = await keyword.bm25(self.sql, query.query, where, pool)
             top = hits[0]["score"] if hits else 1.0
             for rank, hit in enumerate(hits):
                 self._merge(found, hit, "keyword", rank, hit["score"] / top)
@@ -143,7 +145,7 @@ class Searcher:
 
     async def _recent(self, query: SearchQuery, limit: int) -> list[dict[str, Any]]:
         where = self._scope(query.filters)
-        result = await self.sessions.mirror.sql.query(
+        result = await self.sql.query(
             f"""SELECT m.session_id, m.record, m.body FROM chat_messages m {where.join}
                 WHERE {where.condition} ORDER BY m.created_at DESC, m.seq DESC LIMIT ?""",
             [*where.params, limit],
@@ -225,6 +227,6 @@ class Searcher:
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 10_000:
             raise InvalidValueError("searchMessages limit must be an integer from 1 to 10000")
         filters = validate_or_raise(SearchFilters, opts.get("filters") or {}, "filters")
-        await self.sessions.mirror.flush()
-        hits = await keyword.substring(self.sessions.mirror.sql, query, self._scope(filters), limit)
+        await self.sessions.flush()
+        hits = await keyword.substring(self.sql, query, self._scope(filters), limit)
         return [{"sessionId": h["sessionId"], "message": loads(h["body"])} for h in hits]

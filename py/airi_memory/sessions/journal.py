@@ -28,18 +28,6 @@ from ..storage.driver import LogAppend
 
 JOURNAL = "local:memory:journal"
 JOURNAL_HEAD = "local:memory:journal-head"
-SNAPSHOT = "local:memory:snapshot"
-# Bumped when a snapshotted table changes shape, or what a snapshot means: an older
-# snapshot is then not read (the mirror is rebuilt from the records once) and the next
-# snapshot removes it. v4: snapshots record the journal number they cover.
-SNAPSHOT_VERSION = "v4"
-
-
-def snapshot_key(table: str) -> str:
-    return f"{SNAPSHOT}:{SNAPSHOT_VERSION}:{table}"
-
-
-SNAPSHOT_COVERS = snapshot_key("covers")  # {"through": journal number, "at": ms}
 
 
 @dataclass
@@ -54,6 +42,12 @@ class Journal:
         self.records_since_snapshot += len(keys) + len(prefixes)
         entry = {"keys": list(keys), "prefixes": list(prefixes), "at": now_ms()}
         return LogAppend(JOURNAL, JOURNAL_HEAD, json.dumps(entry, ensure_ascii=False))
+
+    def restart(self, position: int = 0, pruned_seen: int | None = None) -> None:
+        """Start over at ``position`` (a rebuild read the head there, or nothing is known)."""
+        self.position, self.pruned_seen = position, pruned_seen
+        self.ahead = set()
+        self.records_since_snapshot = 0
 
     def applied(self, number: int) -> None:
         """Our own entry ``number`` is in the mirror: move the position past every entry

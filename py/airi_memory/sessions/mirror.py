@@ -6,54 +6,45 @@ createdAt, role); the full JSON rides along in ``body`` so reads never go back t
 IndexedDB. Appends are buffered and flushed in one columnar insert before the next read
 (write-behind), so adding a message costs no DuckDB round trip on the caller's path.
 A row DuckDB refuses never holds up the rows around it: it is left out and reported.
+Tables other packages derive from the messages are theirs (``derived``).
+
+Over 350 lines because the buffered writes and the reads share one buffer: every read
+flushes it first, so they stay in one class.
 """
 
 import asyncio
 import json
-from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import SqlEngineStoppedError
 from ..models import ChatHistoryItem, ChatSessionMeta
-from ..search.text import fold, term_counts, term_id
 from ..sql import SqlEngine
 from ..storage.values import MAX_VALUE_DEPTH, NestedTooDeepError, loads
+from .derived import SMALL_INSERT, DerivedTables, insert_rows
 
 TAG_SEPARATOR = "\x1f"
-SMALL_FLUSH = 4  # up to this many rows, single-row inserts beat a columnar batch
 
 SCHEMA = [
     """CREATE OR REPLACE TABLE chat_sessions (
         session_id VARCHAR PRIMARY KEY, user_id VARCHAR, character_id VARCHAR, title VARCHAR,
         created_at BIGINT, updated_at BIGINT, pinned BOOLEAN, archived BOOLEAN, tags VARCHAR,
         parent_session_id VARCHAR, body VARCHAR)""",
-    # ``doc`` numbers messages inside this mirror (rebuilt at every start), so the search
-    # tables key on one integer; ``folded`` is the text, case and accents folded.
+    # ``doc`` numbers messages inside this mirror (rebuilt at every start), so the tables
+    # other packages keep about messages (``derived``) key on one integer.
     """CREATE OR REPLACE TABLE chat_messages (
         doc INTEGER, id VARCHAR, session_id VARCHAR, record VARCHAR, seq BIGINT, role VARCHAR,
-        created_at BIGINT, chars INTEGER, terms INTEGER, folded VARCHAR, body VARCHAR)""",
+        created_at BIGINT, chars INTEGER, body VARCHAR)""",
     # Searches rank by ``doc`` and then read the few winners by it: an index makes that a
     # lookup instead of a scan of every message's text.
     "CREATE INDEX chat_messages_doc ON chat_messages (doc)",
-    # The keyword index: one row per (message, term); terms as 64-bit hashes.
-    """CREATE OR REPLACE TABLE search_terms (doc INTEGER, term BIGINT, tf INTEGER)""",
-    # Message vectors: filled by search.semantic (which re-creates it with its model's
-    # dimensions); here so that deleting a message always deletes its vector too.
-    """CREATE OR REPLACE TABLE message_vectors (
-        doc INTEGER, batch INTEGER, vec TINYINT[384], scale FLOAT)""",
 ]
-# Tables keyed by ``doc`` that follow chat_messages: deleted before it, with it.
-DERIVED_TABLES = ("search_terms", "message_vectors")
-# Tables a snapshot carries (the session table is rebuilt from its records: it is small).
-SNAPSHOT_TABLES = ("chat_messages", "search_terms")
 SESSION_COLUMNS = (
     "session_id, user_id, character_id, title, created_at, updated_at, pinned, archived, "
     "tags, parent_session_id, body"
 )
-MESSAGE_COLUMNS = "doc, id, session_id, record, seq, role, created_at, chars, terms, folded, body"
-TERM_COLUMNS = "doc, term, tf"
+MESSAGE_COLUMNS = "doc, id, session_id, record, seq, role, created_at, chars, body"
 Row = TypeVar("Row")
 # Told of a row DuckDB refused: (session id, record name or None for the session's row,
 # DuckDB's error).
@@ -75,63 +66,17 @@ def session_row(meta: ChatSessionMeta) -> list[Any]:
 
 @dataclass
 class MessageRow:
-    """A ``chat_messages`` row and the message's term counts for ``search_terms``."""
+    """A ``chat_messages`` row and what each derived table's owner made of its text."""
 
     values: list[Any]
-    counts: Counter[str]
+    analyses: list[Any]
 
 
-def message_row(session_id: str, record: str, item: ChatHistoryItem) -> MessageRow:
-    return stored_message_row(session_id, record, json.dumps(item.to_wire(), ensure_ascii=False))
-
-
-def stored_message_row(session_id: str, record: str, body: str) -> MessageRow:
-    """A mirror row from a stored record's JSON text, without re-validating it: only
-    the fields the row needs are checked (ValueError naming the first bad one)."""
-    try:
-        message = loads(body)
-    except NestedTooDeepError:  # deeper than anything we write
-        raise ValueError(
-            f"a message record nested more than {MAX_VALUE_DEPTH} levels deep"
-        ) from None
-    if not isinstance(message, dict):
-        raise ValueError("a message record must hold a JSON object")
-    for name, kind in (("id", str), ("role", str), ("createdAt", int)):
-        if not isinstance(message.get(name), kind) or isinstance(message.get(name), bool):
-            raise ValueError(f"message field {name!r} is missing or not a {kind.__name__}")
+def _message_text(message: dict[str, Any]) -> str:
     content = message.get("content", "")
     if isinstance(content, list):
         content = "\n".join(p["text"] for p in content if isinstance(p, dict) and p.get("text"))
-    text = content if isinstance(content, str) else ""
-    counts = term_counts(text)
-    seq = int(record.split("-", 1)[0])
-    values = [
-        0,
-        message["id"],
-        session_id,
-        record,
-        seq,
-        message["role"],
-        message["createdAt"],
-        len(text),
-        sum(counts.values()),
-        fold(text),
-        body,
-    ]  # fmt: skip  (doc 0: the mirror numbers the row when it inserts it)
-    return MessageRow(values, counts)
-
-
-def _term_rows(rows: Sequence[MessageRow]) -> list[list[Any]]:
-    return [[row.values[0], term_id(term), tf] for row in rows for term, tf in row.counts.items()]
-
-
-def _columns(names: str, rows: Iterable[list[Any]]) -> dict[str, list[Any]]:
-    keys = [name.strip() for name in names.split(",")]
-    columns: dict[str, list[Any]] = {key: [] for key in keys}
-    for row in rows:
-        for key, value in zip(keys, row, strict=True):
-            columns[key].append(value)
-    return columns
+    return content if isinstance(content, str) else ""
 
 
 def _raise_refusal(session_id: str, record: str | None, error: BaseException) -> None:
@@ -139,8 +84,9 @@ def _raise_refusal(session_id: str, record: str | None, error: BaseException) ->
 
 
 class SessionMirror:
-    def __init__(self, sql: SqlEngine) -> None:
+    def __init__(self, sql: SqlEngine, derived: Sequence[DerivedTables] = ()) -> None:
         self.sql = sql
+        self.derived = list(derived)  # other packages' tables about messages (search)
         self.on_refused: Refused = _raise_refusal  # the store quarantines the record
         self._pending_sessions: dict[str, ChatSessionMeta] = {}
         self._pending_messages: list[MessageRow] = []
@@ -153,8 +99,46 @@ class SessionMirror:
         """Fresh tables: the mirror is rebuilt from the durable records at every start."""
         self._pending_sessions.clear()
         self._pending_messages.clear()
-        for statement in SCHEMA:
+        for statement in SCHEMA + [s for owner in self.derived for s in owner.schema()]:
             await self.sql.execute(statement)
+
+    @property
+    def saved_tables(self) -> tuple[str, ...]:
+        """The tables a snapshot saves: the messages and what is derived from them (the
+        session table is rebuilt from its records: it is small)."""
+        return ("chat_messages", *(t for owner in self.derived for t in owner.saved_tables))
+
+    def _derived_tables(self) -> list[str]:
+        return [table for owner in self.derived for table in owner.tables]
+
+    def row(self, session_id: str, record: str, body: str) -> MessageRow:
+        """A mirror row from a stored record's JSON text, without re-validating it: only
+        the fields the row needs are checked (ValueError naming the first bad one)."""
+        try:
+            message = loads(body)
+        except NestedTooDeepError:  # deeper than anything we write
+            raise ValueError(
+                f"a message record nested more than {MAX_VALUE_DEPTH} levels deep"
+            ) from None
+        if not isinstance(message, dict):
+            raise ValueError("a message record must hold a JSON object")
+        for name, kind in (("id", str), ("role", str), ("createdAt", int)):
+            if not isinstance(message.get(name), kind) or isinstance(message.get(name), bool):
+                raise ValueError(f"message field {name!r} is missing or not a {kind.__name__}")
+        text = _message_text(message)
+        seq = int(record.split("-", 1)[0])
+        values = [
+            0,
+            message["id"],
+            session_id,
+            record,
+            seq,
+            message["role"],
+            message["createdAt"],
+            len(text),
+            body,
+        ]  # fmt: skip  (doc 0: the mirror numbers the row when it inserts it)
+        return MessageRow(values, [owner.analyse(text) for owner in self.derived])
 
     async def load(self, sessions: list[list[Any]], messages: list[MessageRow]) -> None:
         """Bulk-load rows of sessions not yet in the mirror (start-up, import) by column."""
@@ -164,7 +148,7 @@ class SessionMirror:
 
     async def _insert_sessions(self, rows: list[list[Any]]) -> None:
         async def insert(part: Sequence[list[Any]]) -> None:
-            await self._insert("chat_sessions", SESSION_COLUMNS, list(part))
+            await insert_rows(self.sql, "chat_sessions", SESSION_COLUMNS, list(part))
 
         async def undo(part: Sequence[list[Any]]) -> None:
             await self._delete_session_rows([row[0] for row in part])
@@ -176,12 +160,14 @@ class SessionMirror:
             row.values[0], self._next_doc = self._next_doc, self._next_doc + 1
 
         async def insert(part: Sequence[MessageRow]) -> None:
-            await self._insert("chat_messages", MESSAGE_COLUMNS, [r.values for r in part])
-            await self._insert("search_terms", TERM_COLUMNS, _term_rows(part))
+            await insert_rows(self.sql, "chat_messages", MESSAGE_COLUMNS, [r.values for r in part])
+            docs = [row.values[0] for row in part]
+            for index, owner in enumerate(self.derived):
+                await owner.insert(self.sql, docs, [row.analyses[index] for row in part])
 
         async def undo(part: Sequence[MessageRow]) -> None:
             span = [part[0].values[0], part[-1].values[0]]  # numbered in a row, just now
-            for table in ("search_terms", "chat_messages"):
+            for table in (*self._derived_tables(), "chat_messages"):
                 await self.sql.execute(f"DELETE FROM {table} WHERE doc BETWEEN ? AND ?", span)
 
         await self._insert_apart(rows, insert, undo, lambda row: (row.values[2], row.values[3]))
@@ -216,16 +202,14 @@ class SessionMirror:
         top = await self.sql.query("SELECT coalesce(max(doc), 0) AS top FROM chat_messages")
         self._next_doc = int(top.scalar()) + 1
 
-    async def cluster_terms(self) -> None:
-        """Order ``search_terms`` by term, so a lookup skips the blocks that cannot match
-        (DuckDB's zone maps); done before each snapshot, which keeps the order."""
+    async def before_snapshot(self) -> None:
+        """Every buffered row in, and derived tables in the order a snapshot keeps."""
         await self.flush()
-        await self.sql.execute(
-            "CREATE OR REPLACE TABLE search_terms AS SELECT * FROM search_terms ORDER BY term, doc"
-        )
+        for owner in self.derived:
+            await owner.before_snapshot(self.sql)
 
     async def _delete_session_rows(self, session_ids: Sequence[str]) -> None:
-        if len(session_ids) <= SMALL_FLUSH:
+        if len(session_ids) <= SMALL_INSERT:
             for session_id in session_ids:
                 await self.sql.execute(
                     "DELETE FROM chat_sessions WHERE session_id = ?", [session_id]
@@ -253,7 +237,8 @@ class SessionMirror:
         self._pending_sessions[meta.session_id] = meta
 
     def add_message(self, session_id: str, record: str, item: ChatHistoryItem) -> None:
-        self._pending_messages.append(message_row(session_id, record, item))
+        body = json.dumps(item.to_wire(), ensure_ascii=False)
+        self._pending_messages.append(self.row(session_id, record, body))
 
     def add_row(self, row: MessageRow) -> None:
         self._pending_messages.append(row)
@@ -269,52 +254,37 @@ class SessionMirror:
                 await self._insert_sessions(sessions)
             await self._insert_messages(messages)
 
-    async def _insert(self, table: str, columns: str, rows: list[list[Any]]) -> None:
-        if not rows:
-            return
-        if len(rows) > SMALL_FLUSH:
-            await self.sql.insert_columns(table, _columns(columns, rows))
-            return
-        marks = ", ".join("?" for _ in columns.split(","))
-        for row in rows:
-            await self.sql.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", row)
-
     # --- immediate writes -----------------------------------------------------------
     async def replace_message(self, session_id: str, record: str, item: ChatHistoryItem) -> None:
-        await self.delete_message(session_id, record)
+        await self.delete_records([(session_id, record)])
         self.add_message(session_id, record, item)
 
-    async def delete_message(self, session_id: str, record: str) -> None:
-        await self.delete_records([(session_id, record)])
-
     async def delete_records(self, records: Sequence[tuple[str, str]]) -> None:
-        """Delete many (session id, record) messages, their terms and vectors with it."""
-        await self.flush()
-        if not records:
-            return
-        match = "m.session_id = doomed.session_id AND m.record = doomed.record"
-        await self._with_keys(
-            {"session_id": [s for s, _ in records], "record": [r for _, r in records]},
-            *(
-                f"DELETE FROM {t} USING chat_messages m, doomed WHERE {t}.doc = m.doc AND {match}"
-                for t in DERIVED_TABLES
-            ),
-            "DELETE FROM chat_messages m USING doomed WHERE " + match,
+        """Delete many (session id, record) messages, and their derived rows."""
+        await self._delete_messages(
+            {"session_id": [s for s, _ in records], "record": [r for _, r in records]}
         )
 
     async def delete_sessions(self, session_ids: Sequence[str]) -> None:
-        await self.flush()
-        if session_ids:
-            await self._with_keys(
-                {"session_id": list(session_ids)},
-                *(
-                    f"DELETE FROM {t} USING chat_messages m, doomed WHERE {t}.doc = m.doc "
-                    "AND m.session_id = doomed.session_id"
-                    for t in DERIVED_TABLES
-                ),
-                "DELETE FROM chat_messages m USING doomed WHERE m.session_id = doomed.session_id",
-            )
+        """Delete sessions' rows, their messages and their messages' derived rows."""
+        await self._delete_messages({"session_id": list(session_ids)})
         await self._delete_session_rows(session_ids)
+
+    async def _delete_messages(self, keys: dict[str, list[str]]) -> None:
+        """Delete the messages matching ``keys`` by column (every column equal), derived
+        tables first, in set-based statements."""
+        await self.flush()
+        if not next(iter(keys.values())):
+            return
+        match = " AND ".join(f"m.{column} = doomed.{column}" for column in keys)
+        await self._with_keys(
+            keys,
+            *(
+                f"DELETE FROM {t} USING chat_messages m, doomed WHERE {t}.doc = m.doc AND {match}"
+                for t in self._derived_tables()
+            ),
+            "DELETE FROM chat_messages m USING doomed WHERE " + match,
+        )
 
     # --- reads --------------------------------------------------------------------
     async def query(self, sql: str, params: Sequence[Any]) -> Any:

@@ -1,5 +1,6 @@
 """One serialised write queue, as the seed's ``enqueuePersist``: tasks run one at a time in
-order; a failed task rejects its own caller, is remembered, and does not stop the queue."""
+order; a failed task rejects its own caller, is remembered, and does not stop the queue.
+And the jobs a write starts to run after it (a snapshot, a repair)."""
 
 import asyncio
 from collections import deque
@@ -43,3 +44,22 @@ class PersistQueue:
             "completed": self.completed,
             "failures": list(self.failures),
         }
+
+
+class Background:
+    """Jobs run after the current call returns; a reference is kept until each ends."""
+
+    def __init__(self) -> None:
+        self._running: set[asyncio.Task[Any]] = set()
+
+    def start(self, job: Callable[[], Awaitable[Any]]) -> None:
+        task = asyncio.get_running_loop().create_task(job())
+        self._running.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: "asyncio.Task[Any]") -> None:
+        """Forget a finished job; its failure is already in ``problems`` (snapshot,
+        sync), so it is only collected here, not raised into the void."""
+        self._running.discard(task)
+        if not task.cancelled():
+            task.exception()

@@ -1,0 +1,65 @@
+"""Search's own tables in the DuckDB mirror, kept up to date by the session mirror.
+
+``SearchTables`` is registered with the mirror from above (api.py): it analyses each
+message's text once, when its row is built, and inserts its rows in the mirror's batches.
+The mirror deletes them with their messages (they are keyed by ``doc``), and snapshots
+save the text and term tables, so a start-up from a snapshot analyses nothing again.
+"""
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from ..sessions.derived import insert_rows
+from ..sql import SqlEngine
+from .text import fold, term_counts, term_id
+
+TEXT_TABLE = "search_text"
+TERMS_TABLE = "search_terms"
+VECTORS_TABLE = "message_vectors"
+
+SCHEMA = [
+    # Per message: its number of index terms (BM25's document length) and its text, case
+    # and accents folded (substring search, phrases, and what a vector was made from).
+    f"CREATE OR REPLACE TABLE {TEXT_TABLE} (doc INTEGER, terms INTEGER, folded VARCHAR)",
+    f"CREATE INDEX {TEXT_TABLE}_doc ON {TEXT_TABLE} (doc)",
+    # The keyword index: one row per (message, term); terms as 64-bit hashes.
+    f"CREATE OR REPLACE TABLE {TERMS_TABLE} (doc INTEGER, term BIGINT, tf INTEGER)",
+    # Message vectors: filled by search.semantic (which re-creates it with its model's
+    # dimensions); here so that deleting a message always deletes its vector too.
+    f"""CREATE OR REPLACE TABLE {VECTORS_TABLE} (
+        doc INTEGER, batch INTEGER, vec TINYINT[384], scale FLOAT)""",
+]
+
+
+class SearchTables:
+    """The keyword index and message vectors, as the mirror's ``DerivedTables``."""
+
+    tables = (TEXT_TABLE, TERMS_TABLE, VECTORS_TABLE)
+    # Vectors are stored by search.semantic, in their own records, per model.
+    saved_tables = (TEXT_TABLE, TERMS_TABLE)
+
+    def schema(self) -> list[str]:
+        return SCHEMA
+
+    def analyse(self, text: str) -> tuple[str, Counter[str]]:
+        return fold(text), term_counts(text)
+
+    async def insert(
+        self, sql: SqlEngine, docs: Sequence[int], analyses: Sequence[tuple[str, Counter[str]]]
+    ) -> None:
+        pairs = list(zip(docs, analyses, strict=True))
+        texts = [(doc, sum(counts.values()), folded) for doc, (folded, counts) in pairs]
+        await insert_rows(sql, TEXT_TABLE, "doc, terms, folded", texts)
+        terms: list[Any] = [
+            (doc, term_id(term), tf) for doc, (_, counts) in pairs for term, tf in counts.items()
+        ]
+        await insert_rows(sql, TERMS_TABLE, "doc, term, tf", terms)
+
+    async def before_snapshot(self, sql: SqlEngine) -> None:
+        """Order the term index by term, so a lookup skips the blocks that cannot match
+        (DuckDB's zone maps); a snapshot keeps the order."""
+        await sql.execute(
+            f"CREATE OR REPLACE TABLE {TERMS_TABLE} AS "
+            f"SELECT * FROM {TERMS_TABLE} ORDER BY term, doc"
+        )

@@ -1,0 +1,60 @@
+"""The mirror's extension point: tables another package keeps about each message.
+
+The mirror numbers every message row (``chat_messages.doc``). A package that indexes
+messages (search) keeps its own tables keyed by that number and is registered from above
+(api.py), so sessions imports nothing of it. The mirror hands it each row's text when the
+row is built (the analysis then rides with the row), tells it of rows inserted in the
+same batches as its own columnar inserts, deletes its rows in the same statements that
+delete their messages, and a snapshot saves and restores the tables it names, so a
+start-up from a snapshot does not analyse every message again.
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+from ..sql import SqlEngine
+
+SMALL_INSERT = 4  # up to this many rows, single-row inserts beat a columnar batch
+
+
+class DerivedTables(Protocol):
+    """Tables keyed by ``doc`` that follow ``chat_messages``."""
+
+    # Every table it keeps, keyed by ``doc``: a message's rows there go with the message.
+    tables: tuple[str, ...]
+    # Those a snapshot saves (in this order) and a start-up from it restores.
+    saved_tables: tuple[str, ...]
+
+    def schema(self) -> list[str]:
+        """Statements creating its tables afresh (run whenever the mirror is created)."""
+
+    def analyse(self, text: str) -> Any:
+        """What it needs from a message's text, computed once when its row is built."""
+
+    async def insert(self, sql: SqlEngine, docs: Sequence[int], analyses: Sequence[Any]) -> None:
+        """Rows for messages just inserted (one batch, as the mirror inserted them)."""
+
+    async def before_snapshot(self, sql: SqlEngine) -> None:
+        """Put its tables in the order a snapshot should keep."""
+
+
+def by_column(names: str, rows: Iterable[Sequence[Any]]) -> dict[str, list[Any]]:
+    """Rows (in the order of ``names``, comma-separated) as columns."""
+    keys = [name.strip() for name in names.split(",")]
+    columns: dict[str, list[Any]] = {key: [] for key in keys}
+    for row in rows:
+        for key, value in zip(keys, row, strict=True):
+            columns[key].append(value)
+    return columns
+
+
+async def insert_rows(sql: SqlEngine, table: str, columns: str, rows: list[Sequence[Any]]) -> None:
+    """Append ``rows`` to ``table``: by column when there are more than a few."""
+    if not rows:
+        return
+    if len(rows) > SMALL_INSERT:
+        await sql.insert_columns(table, by_column(columns, rows))
+        return
+    marks = ", ".join("?" for _ in columns.split(","))
+    for row in rows:
+        await sql.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", list(row))
