@@ -248,7 +248,9 @@ class MemorySystem:
             config, ports.local_embedder, ports.http, ports.call_app
         )
         self.vectors = (
-            VectorIndex(self.sessions, self.sql, self.storage, embedder, self.ports.emit, self.sleep)
+            VectorIndex(
+                self.sessions, self.sql, self.storage, embedder, self.ports.emit, self.sleep
+            )
             if embedder
             else None
         )
