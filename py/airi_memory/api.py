@@ -33,6 +33,7 @@ from .policy import (
 )
 from .recall import recall_memories
 from .search.embeddings import Embedder, EmbeddingConfig, make_embedder
+from .search.live_embeddings import LiveEmbeddings
 from .search.semantic import VectorIndex
 from .search.service import Searcher
 from .search.tables import SearchTables
@@ -91,9 +92,12 @@ class MemorySystem:
         self.summarizer = Summarizer(sessions, storage, None, sessions.clock)
         self._configure_summarizer(options.summarizer)
         self.searcher = Searcher(sessions, sql, options.retrieval)
-        self.vectors: VectorIndex | None = None
-        self.embeddings_note: str | None = None
-        sessions.write_listeners.append(self._wake_indexer)
+        self.embeddings = LiveEmbeddings(
+            self.searcher,
+            lambda config: make_embedder(config, ports.local_embedder, ports.http, ports.call_app),
+            lambda embedder: VectorIndex(sessions, sql, storage, embedder, ports.emit, sleep),
+        )
+        sessions.write_listeners.append(self.embeddings.wake)
         self.scheduler = RetentionScheduler(
             self._scheduled_retention, options.retention.interval_ms, sleep
         )
@@ -122,7 +126,7 @@ class MemorySystem:
             publish,
         )
         system = cls(storage, sql, options, sessions, ports or HostPorts(), sleep)
-        system._configure_embeddings(options.embeddings)
+        system.embeddings.use(options.embeddings)
         if system.ports.emit:  # records found damaged from now on; start-up's are in info()
             emit = system.ports.emit
             sessions.on_quarantine = lambda key, reason: emit(
@@ -175,8 +179,7 @@ class MemorySystem:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.options.timeouts.close_ms / 1000):
                 await self.scheduler.stop()
-                if self.vectors is not None:
-                    await self.vectors.stop()
+                await self.embeddings.stop()
                 await self.sessions.queue.drain()
         await self.sql.close()
         await self.storage.dispose()
@@ -239,49 +242,6 @@ class MemorySystem:
 
     async def _token_stats(self) -> dict[str, Any]:
         return {"encodings": self.tokens.encodings(), **self.tokens.stats()}
-
-    # --- embeddings -----------------------------------------------------------------
-
-    def _configure_embeddings(self, config: EmbeddingConfig) -> None:
-        ports = self.ports
-        embedder, self.embeddings_note = make_embedder(
-            config, ports.local_embedder, ports.http, ports.call_app
-        )
-        self.vectors = (
-            VectorIndex(
-                self.sessions, self.sql, self.storage, embedder, self.ports.emit, self.sleep
-            )
-            if embedder
-            else None
-        )
-        self.searcher.semantic = self.vectors
-        if self.vectors is not None:
-            self.vectors.start()
-
-    def _wake_indexer(self, deleted: bool) -> None:
-        if self.vectors is not None:
-            self.vectors.notify(deleted)
-
-    async def configure_embeddings(self, config: Any) -> dict[str, Any]:
-        """Another provider or model: its own vectors (stored ones reused, the rest
-        embedded in the background); the previous model's vectors stay stored, unused."""
-        parsed = validate_or_raise(EmbeddingConfig, config or {}, "embeddings")
-        if self.vectors is not None:
-            await self.vectors.stop()
-        self._configure_embeddings(parsed)
-        return await self.embeddings_status()
-
-    async def _index_now(self) -> dict[str, Any]:
-        """Embed what is pending now (with ``backgroundIndexing: false``, the only way)."""
-        if self.vectors is None:
-            raise InvalidValueError("no embedding model is configured")
-        await self.vectors.index_now()
-        return self.vectors.status()
-
-    async def embeddings_status(self) -> dict[str, Any]:
-        if self.vectors is None:
-            return {"state": "off", "note": self.embeddings_note}
-        return self.vectors.status()
 
     # --- retention and summarisation ----------------------------------------------
     def _configure_summarizer(self, config: LlmConfig | None) -> None:
@@ -367,9 +327,7 @@ class MemorySystem:
     async def _fill_vectors(self) -> dict[str, float | int]:
         """Random vectors stored as the live model's, for good: benchmarks only."""
         self._require_diagnostics("diagnostics.fillVectors")
-        if self.vectors is None:
-            raise InvalidValueError("no embedding model is configured")
-        return await diagnostics.fill_vectors(self.vectors)
+        return await diagnostics.fill_vectors(self.embeddings.require_vectors())
 
 
 def _handler(system: MemorySystem, path: str) -> Callable[..., Awaitable[Any]]:

@@ -244,7 +244,7 @@ async def use_toy_embeddings(system, model="toy", dimensions=48, fail=False):
         return toy_vectors(payload["texts"], dimensions)
 
     system.ports.call_app = call_app
-    await system.configure_embeddings(
+    await system.embeddings.configure(
         {"provider": "custom", "model": model, "dimensions": dimensions}
     )
     return calls
@@ -255,7 +255,7 @@ async def settled(system, state="ready", indexed=0):
     import asyncio
 
     for _ in range(300):
-        status = await system.embeddings_status()
+        status = await system.embeddings.status()
         done = state == "error" or (not status["pending"] and status["indexed"] >= indexed)
         if status["state"] == state and done:
             return status
@@ -338,7 +338,7 @@ async def case_vectors_are_int8_and_score_as_cosine(open_system):
     assert ranked == sorted(ranked, reverse=True)
     # The same codes held as float32 (faster scans, four times the memory) score the same.
     calls = await use_toy_embeddings(system)
-    await system.configure_embeddings(
+    await system.embeddings.configure(
         {"provider": "custom", "model": "toy", "dimensions": 48, "compactVectors": False}
     )
     await settled(system, indexed=4)
@@ -405,11 +405,11 @@ async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):
 
     system = await open_system(**QUIET)
     calls = await use_toy_embeddings(system)
-    await system.configure_embeddings(
+    await system.embeddings.configure(
         {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
     )
     await session_with(system, ["one", ("assistant", "two"), "three"])
-    filled = await fill_vectors(system.vectors)
+    filled = await fill_vectors(system.embeddings.vectors)
     assert filled["vectors"] == 3 and calls == []
     restarted = await open_system(**QUIET)
     calls = await use_toy_embeddings(restarted)
@@ -454,7 +454,7 @@ async def case_deleted_messages_take_their_stored_vectors_with_them(open_system)
     await until(system, {"kept 2", "keep three", "other session"})
     await system.sessions.delete_session(sid)
     await until(system, {"other session"})
-    assert (await system.embeddings_status())["indexed"] == 1
+    assert (await system.embeddings.status())["indexed"] == 1
     restarted = await open_system(**QUIET)
     calls = await use_toy_embeddings(restarted)
     assert (await settled(restarted, indexed=1))["indexed"] == 1 and calls == []
@@ -472,7 +472,7 @@ async def case_an_edited_message_never_gets_its_old_vector_back(open_system):
         """A restart that embeds only when told to (so a reload can come first); the
         page ``before`` it is gone (its indexer stopped, as a reload stops it)."""
         if before is not None:
-            await before.vectors.stop()
+            await before.embeddings.vectors.stop()
         system = await open_system(**QUIET)
         calls = []
 
@@ -481,10 +481,10 @@ async def case_an_edited_message_never_gets_its_old_vector_back(open_system):
             return toy_vectors(payload["texts"])
 
         system.ports.call_app = call_app
-        await system.configure_embeddings(
+        await system.embeddings.configure(
             {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
         )
-        await system.vectors.index_now()
+        await system.embeddings.vectors.index_now()
         return system, calls
 
     async def semantic_score(system, query, message_id):
@@ -501,7 +501,7 @@ async def case_an_edited_message_never_gets_its_old_vector_back(open_system):
     old, new, newer = "purple elephant dancing", "green frog singing", "grey owl hooting"
     system, _ = await toy_system()
     sid, added = await session_with(system, [old, "blue whale"])
-    await system.vectors.index_now()
+    await system.embeddings.vectors.index_now()
     edited = added[0]["id"]
     assert await semantic_score(system, old, edited) > 0.99
     # Edited, and the system reloaded before the new text was embedded.
@@ -513,7 +513,7 @@ async def case_an_edited_message_never_gets_its_old_vector_back(open_system):
     assert await semantic_score(restarted, new, edited) > 0.99
     # Edited again and embedded before the reload: the newest vector is the one loaded.
     await restarted.sessions.update_message(sid, edited, {"content": newer})
-    await restarted.vectors.index_now()
+    await restarted.embeddings.vectors.index_now()
     again, calls = await toy_system(before=restarted)
     assert calls == []
     for text in (old, new):
@@ -554,7 +554,7 @@ async def case_a_failing_embedder_loses_nothing(open_system):
         system.searcher.search({"query": "stored", "strategy": "semantic"}),
         "embedding service down",
     )
-    off = await system.configure_embeddings({"provider": "none"})
+    off = await system.embeddings.configure({"provider": "none"})
     assert off["state"] == "off" and "none" in off["note"]
 
 
@@ -565,18 +565,18 @@ async def case_failed_embedding_calls_show_in_the_status(open_system):
 
     system = await open_system(**QUIET)
     await use_toy_embeddings(system, fail=True)
-    await system.configure_embeddings(
+    await system.embeddings.configure(
         {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
     )
     await session_with(system, ["one thing", "another thing"])
     search = system.searcher.search({"query": "thing", "strategy": "semantic"})
     await expect_error(ProviderError, search, "embedding service down")
-    status = await system.embeddings_status()
+    status = await system.embeddings.status()
     assert "embedding service down" in status["lastError"]
     reply = await system.dispatch("indexEmbeddings", [])
     assert reply["error"]["name"] == "ProviderError"
     assert "embedding service down" in reply["error"]["message"]
-    status = await system.embeddings_status()
+    status = await system.embeddings.status()
     assert status["state"] == "error" and "embedding service down" in status["lastError"]
     assert (status["indexed"], status["pending"]) == (0, 2)
 
@@ -599,7 +599,7 @@ async def case_vectors_are_made_from_the_words_keyword_search_indexes(open_syste
     await system.sessions.add_message(
         sid, {"role": "assistant", "content": parts, "tool_calls": [call]}
     )
-    await system.configure_embeddings({"provider": "custom", "model": "toy", "dimensions": 48})
+    await system.embeddings.configure({"provider": "custom", "model": "toy", "dimensions": 48})
     await settled(system, indexed=1)
     assert embedded == ["checking the weather\nin Oslo"]
     found = await system.searcher.search({"query": "forecast", "strategy": "keyword"})
@@ -624,7 +624,7 @@ async def case_the_indexer_waits_on_the_systems_clock(open_system):
 
     system.ports.call_app = call_app
     sid, _ = await session_with(system, ["first words"])
-    await system.configure_embeddings({"provider": "custom", "model": "toy", "dimensions": 48})
+    await system.embeddings.configure({"provider": "custom", "model": "toy", "dimensions": 48})
     assert "embedding service down" in (await settled(system, "error"))["lastError"]
     await eventually(lambda: clock.sleepers == 1, "the wait before a retry")
     outage["down"] = False

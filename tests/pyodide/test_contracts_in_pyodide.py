@@ -57,8 +57,7 @@ async def run_case(selenium, common: str, source: str, filename: str, case_name:
     finally:
         for system in opened:  # no background task may outlive its case in this page
             await system.scheduler.stop()
-            if system.vectors is not None:
-                await system.vectors.stop()
+            await system.embeddings.stop()
     return case_name
 
 

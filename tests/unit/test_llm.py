@@ -102,7 +102,7 @@ async def test_unreachable_server_and_bad_config(llm):
 
 async def settled(system, state):
     for _ in range(300):
-        status = await system.embeddings_status()
+        status = await system.embeddings.status()
         if status["state"] == state:
             return status
         await asyncio.sleep(0.02)
@@ -126,7 +126,7 @@ async def test_embeddings_from_an_openai_compatible_server(llm):
         {"query": "orange juice", "strategy": "semantic", "limit": 1}
     )
     assert [h["message"]["content"] for h in found["results"]] == ["orange juice please"]
-    assert SECRET not in json.dumps(await system.embeddings_status())
+    assert SECRET not in json.dumps(await system.embeddings.status())
 
 
 @pytest.mark.parametrize(

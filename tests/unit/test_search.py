@@ -20,7 +20,7 @@ async def test_diagnostics_need_the_diagnostics_option(enabled, tmp_path):
     options = {"diagnostics": True} if enabled else {}
     system = await system_factory("memory", tmp_path)(**QUIET, **options)
     await use_toy_embeddings(system)
-    await system.configure_embeddings(
+    await system.embeddings.configure(
         {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
     )
     await session_with(system, ["one", "two", "three"])
