@@ -126,9 +126,17 @@ function nullsToUndefined(value) {
   if (value === null) return undefined;
   if (Array.isArray(value)) return value.map(nullsToUndefined);
   if (value && Object.getPrototypeOf(value) === Object.prototype) {
-    const plain = {};
-    for (const key of Object.keys(value)) plain[key] = nullsToUndefined(value[key]);
-    return plain;
+    // Defined, not assigned: an own "__proto__" key (JSON.parse makes one) stays a key
+    // instead of becoming the copy's prototype.
+    return Object.defineProperties(
+      {},
+      Object.fromEntries(
+        Object.keys(value).map((key) => [
+          key,
+          { value: nullsToUndefined(value[key]), enumerable: true, writable: true, configurable: true },
+        ]),
+      ),
+    );
   }
   return value;
 }

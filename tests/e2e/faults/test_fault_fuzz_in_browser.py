@@ -47,6 +47,7 @@ from faults.test_fuzzed_input import (
     IMPORT_FOUND,
     MESSAGE_FOUND,
     SEARCH_FOUND,
+    STORAGE_FOUND,
     check_add_message,
     check_context,
     check_import,
@@ -363,7 +364,13 @@ def test_fuzzed_import_files_in_the_browser(web):
 
 
 def test_fuzzed_storage_calls_in_the_browser(web):
-    fuzz(BrowserHarness(web), browser_cases(storage_cases()), FAMILY_EXAMPLES, check_storage)
+    fuzz(
+        BrowserHarness(web),
+        browser_cases(storage_cases()),
+        FAMILY_EXAMPLES,
+        check_storage,
+        found=browser_found(STORAGE_FOUND),
+    )
 
 
 def test_fuzzed_search_queries_in_the_browser(web):
