@@ -430,4 +430,116 @@ async def case_close_finishes_queued_writes_but_never_waits_forever(open_system)
     hung.cancel()
 
 
+async def case_a_replayed_delete_never_hides_or_reuses_a_tabs_own_records(open_system):
+    """Another tab imports a session and deletes it, both committed after this tab caught
+    up and before its own import of the same session commits: replaying that delete must
+    neither hide this tab's import nor let its next message reuse an imported record's
+    name (it overwrote the first message)."""
+    there = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await there.sessions.create_session())["sessionId"]
+    await _say(there, sid, "i0", "i1")
+    exported = await there.export_sessions()
+    await there.sessions.delete_session(sid)
+    here = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    importing = here.sessions.import_batch
+
+    async def after_the_other_tab_imported_and_deleted_it(batch):
+        await there.import_sessions(exported, {"keepIds": True})
+        await there.sessions.delete_session(sid)
+        return await importing(batch)
+
+    here.sessions.import_batch = after_the_other_tab_imported_and_deleted_it
+    assert (await here.import_sessions(exported, {"keepIds": True}))["sessions"] == 1
+    await here.sessions.sync()
+    assert await _contents(here, sid) == ["i0", "i1"]
+    await _say(here, sid, "new")
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert await _contents(restarted, sid) == ["i0", "i1", "new"]
+
+
+async def case_a_snapshot_replaced_while_a_tab_starts_is_not_mixed_with_the_new_one(
+    open_system,
+):
+    """Start-up reads a snapshot's tables one by one: another tab writing a new snapshot
+    in between must not leave it with tables of two snapshots (and the journal position
+    of the newer), which hid the messages between them."""
+    from airi_memory.storage import Storage
+
+    there = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await there.sessions.create_session())["sessionId"]
+    await _say(there, sid, "m0", "m1")
+    await there.sessions.snapshot()
+    await _say(there, sid, "m2", "m3")
+    read, fired = Storage.get_item_raw_native, []
+
+    async def the_other_tab_snapshots_after_the_first_table(self, key):
+        value = await read(self, key)
+        if key.endswith(":chat_messages") and not fired:
+            fired.append(key)
+            await _say(there, sid, "m4")
+            await there.sessions.snapshot()
+        return value
+
+    Storage.get_item_raw_native = the_other_tab_snapshots_after_the_first_table
+    try:
+        starting = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    finally:
+        Storage.get_item_raw_native = read
+    assert fired
+    assert await _contents(starting, sid) == ["m0", "m1", "m2", "m3", "m4"]
+    found = await starting.searcher.search({"query": "m4", "strategy": "keyword"})
+    assert [hit["message"]["content"] for hit in found["results"]] == ["m4"]
+
+
+async def case_a_rebuild_never_lets_a_tab_overwrite_its_own_quarantined_record(open_system):
+    """A record of this tab that DuckDB refuses at a rebuild is quarantined, and stays as
+    it was: this tab's next message takes a new name, not the quarantined one's."""
+    import json
+
+    here = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    there = await open_system(clock=Clock(), separate_engine=True, **QUIET)
+    sid = (await here.sessions.create_session())["sessionId"]
+    await _say(here, sid, "m0", "m1", "m2")
+    local = here.storage.get_mount("local").driver  # beneath the API, as another tool writes
+    last_key = sorted(await local.get_keys("memory:messages"))[-1]
+    damaged = json.dumps({**json.loads(await local.get_item(last_key)), "createdAt": 10**30})
+    await local.set_item(last_key, damaged)
+    other = (await there.sessions.create_session())["sessionId"]
+    await _say(there, other, "t0")
+    await there.sessions.snapshot()
+    await _say(there, other, "t1")
+    await there.sessions.snapshot()  # pruned past where this tab is: it rebuilds
+    await here.sessions.sync()
+    assert here.sessions.stats()["journal"]["rebuilds"] == 1
+    assert [q["key"] for q in here.sessions.stats()["quarantined"]] == [f"local:{last_key}"]
+    await _say(here, sid, "m3")
+    assert await local.get_item(last_key) == damaged
+    assert await _contents(here, sid) == ["m0", "m1", "m3"]
+
+
+async def case_a_stored_text_part_that_is_not_text_leaves_the_rest_of_the_message(
+    open_system,
+):
+    """Another tool stored a text part whose text is a number: the message is read with
+    its other parts' words (as search, recall and token counts read it), not quarantined."""
+    import json
+
+    system = await open_system(clock=Clock(), **QUIET)
+    sid = (await system.sessions.create_session())["sessionId"]
+    await _say(system, sid, "m0")
+    local = system.storage.get_mount("local").driver
+    [key] = await local.get_keys("memory:messages")
+    record = json.loads(await local.get_item(key))
+    parts = [{"type": "text", "text": 5}, {"type": "text", "text": "kept words"}]
+    await local.set_item(key, json.dumps({**record, "content": parts}))
+    for local_key in await local.get_keys("memory:snapshot"):  # a restart reads every record
+        await local.remove_item(local_key)
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert restarted.sessions.stats()["quarantined"] == []
+    [message] = await restarted.sessions.load_session_messages(sid)
+    assert message["content"] == parts
+    found = await restarted.searcher.search({"query": "kept", "strategy": "keyword"})
+    assert [hit["message"]["id"] for hit in found["results"]] == [message["id"]]
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

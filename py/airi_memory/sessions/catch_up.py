@@ -122,6 +122,10 @@ class CatchUp:
             if sid is not None:
                 await self.view.forget([sid])
                 touched.add(sid)
+                # What is stored there now, written after that removal (by this tab too,
+                # whose own entries are not replayed), comes back: values, not deltas.
+                keys.add(records.session_key(sid))
+                keys.update(await self.storage.get_keys(prefix))
         session_keys = sorted(k for k in keys if records.session_of_key(k) is not None)
         for found in await self.storage.get_items(session_keys) if session_keys else []:
             sid = records.session_of_key(found["key"])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import SqlEngineStoppedError
-from ..models import ChatHistoryItem, ChatSessionMeta
+from ..models import ChatHistoryItem, ChatSessionMeta, message_text
 from ..sql import SqlEngine
 from ..storage.values import MAX_VALUE_DEPTH, NestedTooDeepError, loads
 from .derived import SMALL_INSERT, DerivedTables, insert_rows
@@ -72,13 +72,6 @@ class MessageRow:
     analyses: list[Any]
 
 
-def _message_text(message: dict[str, Any]) -> str:
-    content = message.get("content", "")
-    if isinstance(content, list):
-        content = "\n".join(p["text"] for p in content if isinstance(p, dict) and p.get("text"))
-    return content if isinstance(content, str) else ""
-
-
 def _raise_refusal(session_id: str, record: str | None, error: BaseException) -> None:
     raise error  # nobody to report it to: never left out silently
 
@@ -125,7 +118,7 @@ class SessionMirror:
         for name, kind in (("id", str), ("role", str), ("createdAt", int)):
             if not isinstance(message.get(name), kind) or isinstance(message.get(name), bool):
                 raise ValueError(f"message field {name!r} is missing or not a {kind.__name__}")
-        text = _message_text(message)
+        text = message_text(message)
         seq = int(record.split("-", 1)[0])
         values = [
             0,

@@ -18,6 +18,8 @@ from .reader import RecordReader, error_text
 from .snapshots import SNAPSHOT_COVERS, Snapshots, snapshot_key
 from .view import SessionView
 
+SNAPSHOT_READ_TRIES = 3  # snapshots replaced under a start-up before it reads records
+
 
 class _Laps:
     """Start-up's breakdown, in ms, in ``timings``."""
@@ -43,12 +45,11 @@ async def restore(
     timings: dict[str, Any],
 ) -> None:
     """Fill the view and mirror, then take a snapshot when there was none to start from."""
-    storage, mirror, journal = reader.storage, view.mirror, catch_up.journal
+    mirror, journal = view.mirror, catch_up.journal
     laps = _Laps(timings)
-    saved = [await storage.get_item_raw_native(snapshot_key(t)) for t in mirror.saved_tables]
-    covers = await storage.get_item(SNAPSHOT_COVERS)
+    saved, covers = await _read_snapshot(reader, mirror.saved_tables)
     laps.mark("readSnapshot")
-    through = covers.get("through") if isinstance(covers, dict) else None
+    through = covers.get("through") if covers is not None else None
     restored = isinstance(through, int) and all(d is not None and len(d) for d in saved)
     head = None if restored else await reader.read_head()
     await _load_sessions(reader, view, laps)
@@ -84,6 +85,22 @@ async def restore(
     laps.mark("sequences")
     catch_up.unreported.clear()  # the page reads everything after start-up anyway
     laps.total()
+
+
+async def _read_snapshot(
+    reader: RecordReader, tables: list[str]
+) -> tuple[list[bytes | None], dict[str, Any] | None]:
+    """The snapshot's tables and what they cover, all from ONE snapshot. Each is its own
+    read, so another tab may write a new snapshot in between: the covers record, read
+    before and after the tables, must be the same one, else they are read again (and after
+    a few tries not used at all: start-up reads every record instead)."""
+    storage = reader.storage
+    for _ in range(SNAPSHOT_READ_TRIES):
+        covers = await storage.get_item(SNAPSHOT_COVERS)
+        saved = [await storage.get_item_raw_native(snapshot_key(t)) for t in tables]
+        if await storage.get_item(SNAPSHOT_COVERS) == covers:
+            return saved, covers if isinstance(covers, dict) else None
+    return [None for _ in tables], None
 
 
 async def _load_sessions(

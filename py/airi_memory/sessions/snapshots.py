@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ..models import new_id
 from ..storage import Storage
 from ..storage.driver import Guard, LogAppend, log_number
 from .journal import JOURNAL, JOURNAL_HEAD, Journal
@@ -99,6 +100,9 @@ class Snapshots:
         covers = {
             "through": through,
             "at": self.clock(),
+            # Which snapshot this is: a start-up that read its tables one by one checks
+            # that they all came from the one it read this record of, before and after.
+            "id": new_id(),
             # Records left out of these tables: a start-up from them reports them again
             # (it reads no message records of its own).
             "quarantined": sorted(self.reader.quarantined),

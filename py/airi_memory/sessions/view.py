@@ -36,7 +36,6 @@ class SessionView:
         gone = list(session_ids)
         for sid in gone:
             self.metas.pop(sid, None)
-            self.sequences.forget(sid)
             self.cache.invalidate(sid)
         if gone:
             await self.mirror.delete_sessions(gone)

@@ -29,7 +29,10 @@ T = TypeVar("T")
 
 class Sequences:
     """The next message number of each session, and the record names made from it. A
-    number is taken only once the write that used it committed (``took``)."""
+    number is taken only once the write that used it committed (``took``). Numbers never
+    go down, not even when a session is deleted or rebuilt: this writer's records (a
+    quarantined one, one a replayed delete hid for a moment) keep names no later message
+    of this writer can take."""
 
     def __init__(self, writer_id: str) -> None:
         self.writer_id = writer_id  # this open system's mark on the records it adds
@@ -50,10 +53,8 @@ class Sequences:
 
     def reset(self, tops: dict[str, int]) -> None:
         """Continue after the highest number of every session (from the mirror)."""
-        self._next = {sid: top + 1 for sid, top in tops.items()}
-
-    def forget(self, session_id: str) -> None:
-        self._next.pop(session_id, None)
+        for sid, top in tops.items():
+            self.seen(sid, top)
 
 
 class CatchingUp(Protocol):
