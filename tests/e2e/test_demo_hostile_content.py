@@ -166,3 +166,27 @@ def test_demo_shows_markup_and_script_as_text(web):
     assert MESSAGES[3] in page_state["promptPartsText"]  # still a history row after summarising
     assert KV_KEY_LISTED in page_state["mountsText"]
     assert page_state["kvOutput"] == KV_VALUE
+
+
+def test_demo_shows_each_turn_once_when_a_message_is_sent_while_a_session_opens(web):
+    """The message list drawn by the new session's render and by the send's render at once
+    held a turn twice (both cleared the list, then both added theirs)."""
+    page = web.page
+    page.goto(f"{web.base_url}/demo/")
+    page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
+    for round_number in range(5):
+        page.fill("#new-session-title", f"Race {round_number}")
+        page.click("#new-session")  # no wait: the send below races the session's render
+        page.fill("#message-input", f"turn {round_number}")
+        page.click("#send-message")
+        page.wait_for_function(
+            "(text) => [...document.querySelectorAll('#messages li')].some((li) => li.textContent.endsWith(text))",
+            arg=f"turn {round_number}",
+        )
+        page.wait_for_timeout(300)  # a late render, if any, has drawn by now
+        rows = page.evaluate(
+            "[...document.querySelectorAll('#messages li')].map((li) => li.textContent)"
+        )
+        assert rows == ["systemYou are AIRI, a friendly companion.", f"userturn {round_number}"], (
+            rows
+        )

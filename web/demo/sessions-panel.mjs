@@ -34,14 +34,16 @@ export function mountSessionsPanel(memory) {
     }
   }
 
+  // Renders overlap (a session just selected while a message is sent): only the latest
+  // one draws, and it draws in one step after its reads, so no list shows a turn twice.
+  let latestRender = 0;
   async function renderMessages() {
-    const list = $("messages");
-    list.replaceChildren();
+    const render = ++latestRender;
     const meta = active ? await memory.sessions.getSession(active) : null;
+    const messages = meta ? await memory.sessions.loadSessionMessages(active) : [];
+    if (render !== latestRender) return;
     $("active-title").textContent = meta ? meta.title : "No session";
-    if (!meta) return;
-    const messages = await memory.sessions.loadSessionMessages(active);
-    messages.forEach((message, index) => {
+    const items = messages.map((message, index) => {
       const item = document.createElement("li");
       item.dataset.index = String(index);
       const role = document.createElement("span");
@@ -51,8 +53,10 @@ export function mountSessionsPanel(memory) {
         ? message.content
         : message.content.map((part) => part.text ?? `[${part.type}]`).join(" ");
       item.append(role, text);
-      list.append(item);
+      return item;
     });
+    const list = $("messages");
+    list.replaceChildren(...items);
     list.scrollTop = list.scrollHeight;
   }
 

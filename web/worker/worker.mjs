@@ -201,10 +201,16 @@ self.onmessage = async ({ data }) => {
       self.postMessage(typeof reply === "string" ? { id, json: reply } : { id, ...reply });
     }
   } catch (error) {
-    self.postMessage({
-      id,
-      ok: false,
-      error: { name: error?.type ?? error?.name ?? "Error", message: String(error?.message ?? error) },
-    });
+    self.postMessage({ id, ok: false, error: errorReply(error) });
   }
 };
+
+// A Python exception reaching here (boot's) carries its whole traceback as its message:
+// the caller gets the exception's own message, and the traceback as `detail`.
+function errorReply(error) {
+  const text = String(error?.message ?? error);
+  if (!error?.type) return { name: error?.name ?? "Error", message: text };
+  const marker = `${error.type}: `;
+  const at = text.lastIndexOf(marker);
+  return { name: error.type, message: at < 0 ? text : text.slice(at + marker.length).trimEnd(), detail: text };
+}
