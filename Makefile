@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_VENV := $(VENV)/.installed
 STAMP_NPM := node_modules/.installed
 
-.PHONY: demo dist package browser test test-unit test-pyodide test-e2e soak bench eval lint format clean
+.PHONY: demo dist package browser postgres test test-unit test-server test-pyodide test-e2e soak bench eval lint format clean sync-server sync-user
 
 $(STAMP_VENV): requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -30,15 +30,37 @@ package: dist
 browser:
 	python3 build/ensure_browser.py
 
+# Debian's PostgreSQL for the sync server's tests, which start a throwaway cluster of their
+# own from its binaries: installed when missing (as root, with apt), else the command to run.
+postgres:
+	python3 build/ensure_postgres.py
+
+# The sync server (server/airi_memory_server) on 127.0.0.1:SYNC_PORT over SYNC_DB: a SQLite
+# file (default) or a postgresql:// URL. It migrates the schema first.
+SYNC_PORT ?= 8787
+SYNC_DB ?= build/sync.sqlite3
+SYNC_SERVER := PYTHONPATH=server $(PY) -m airi_memory_server --db "$(SYNC_DB)"
+
+sync-server: $(STAMP_VENV)
+	$(SYNC_SERVER) serve --host 127.0.0.1 --port $(SYNC_PORT)
+
+# A user (or a new key for an existing one) in SYNC_DB; the API key is the last line.
+sync-user: $(STAMP_VENV)
+	@test -n "$(NAME)" || { echo "usage: make sync-user NAME=alice" >&2; exit 2; }
+	@$(SYNC_SERVER) create-user "$(NAME)"
+
 demo: dist
 	@echo "airi-memory demo: http://127.0.0.1:$(PORT)/"
 	$(PY) build/serve.py --port $(PORT)
 
-test: browser lint dist
+test: browser postgres lint dist
 	$(PY) -m pytest
 
 test-unit: $(STAMP_VENV)
 	$(PY) -m pytest tests/unit
+
+test-server: postgres $(STAMP_VENV)
+	$(PY) -m pytest tests/server
 
 # The fault suite at full size: 1,000 fuzzed import files, 1,000 other fuzzed inputs,
 # then in Chromium 100 reloads or closes and 100 SIGKILLs mid-write, and long tab runs.

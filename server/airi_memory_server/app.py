@@ -184,7 +184,9 @@ def create_app(settings: Settings, store: SyncStore | None = None) -> Starlette:
             max_age=600,
         )
     ]
-    return Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app = Starlette(routes=routes, middleware=middleware, lifespan=lifespan)
+    app.state.store = sync_store
+    return app
 
 
 def create_app_from_env() -> Starlette:

@@ -37,10 +37,13 @@ async def upgrade(engine: AsyncEngine) -> None:
     """Bring the database to the newest revision, one process at a time."""
     async with engine.connect() as connection:
         connection = await connection.execution_options(**{SQLITE_IMMEDIATE: True})
+        # Locked before Alembic starts: its module-level context is one per process.
         if is_postgresql(engine):
             await connection.execute(
                 text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
             )
+        else:
+            await connection.execute(text("SELECT 1"))  # BEGIN IMMEDIATE: the write lock
         await connection.run_sync(_upgrade_on)
         await connection.commit()
 

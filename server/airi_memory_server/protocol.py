@@ -162,6 +162,6 @@ def field_path(location: tuple[int | str, ...]) -> str:
 
 
 def first_error_field(error: ValidationError) -> tuple[str, str]:
-    """The path and message of the first problem pydantic found."""
+    """The path and message of the first problem pydantic found; `body` for the whole."""
     detail = error.errors(include_url=False)[0]
-    return field_path(tuple(detail["loc"])), detail["msg"]
+    return field_path(tuple(detail["loc"])) or "body", detail["msg"]
