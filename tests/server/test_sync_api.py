@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Server
 from operations import message_op, session_op, stamp
+from sync_harness import Server
 
 from airi_memory_server.merge import merge
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from conftest import EmptyDatabases
 from operations import session_op
 from sqlalchemy import text
+from sync_harness import EmptyDatabases
 
 from airi_memory_server import hlc, migrate
 from airi_memory_server.db import create_engine
