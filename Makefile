@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP_VENV := $(VENV)/.installed
 STAMP_NPM := node_modules/.installed
 
-.PHONY: demo dist package browser postgres test test-unit test-server test-pyodide test-e2e soak bench eval lint format clean sync-server sync-user
+.PHONY: demo dist package browser postgres test test-unit test-server test-pyodide test-e2e soak bench bench-sync eval lint format clean sync-server sync-user
 
 $(STAMP_VENV): requirements-dev.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -69,6 +69,13 @@ soak: browser dist
 
 bench: browser dist
 	$(PY) bench/run.py
+
+# A bounded load test of the sync server (no browser): a throwaway PostgreSQL, 3 server
+# processes, 12 devices pushing and pulling on loopback for 20 s, then a check that every
+# acknowledged operation is there exactly once and every device pulled its user's log in
+# order. Appends to build/out/bench-sync.jsonl. BENCH_SYNC_ARGS="--seconds 60" to change it.
+bench-sync: postgres $(STAMP_VENV)
+	$(PY) bench/sync_load.py $(BENCH_SYNC_ARGS)
 
 eval: browser dist
 	$(PY) bench/eval/run_eval.py

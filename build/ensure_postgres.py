@@ -4,9 +4,11 @@
 own (tests/postgres_cluster.py) from the `postgresql` package's binaries; when those are
 missing it installs the package with apt when it can (as root, with apt-get on the
 PATH), else it stops at once with the one command to run. Standard library only: it
-runs with the system's python3, before the venv exists.
+runs with the system's python3, before the venv exists. `--postgres-lib` looks somewhere
+else than /usr/lib/postgresql (its tests point it at nothing).
 """
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -15,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from postgres_cluster import postgres_bin_dir  # noqa: E402
+from postgres_cluster import POSTGRES_LIB, postgres_bin_dir  # noqa: E402
 
 APT_PACKAGES = ["postgresql"]
 
@@ -37,16 +39,19 @@ def install(apt_get: str) -> bool:
     )
 
 
-def main() -> int:
-    if postgres_bin_dir() is not None:
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--postgres-lib", type=Path, default=POSTGRES_LIB)
+    lib = parser.parse_args(argv).postgres_lib
+    if postgres_bin_dir(lib) is not None:
         return 0
     as_root = os.geteuid() == 0
     apt_get = shutil.which("apt-get")
-    if as_root and apt_get and install(apt_get) and postgres_bin_dir() is not None:
+    if as_root and apt_get and install(apt_get) and postgres_bin_dir(lib) is not None:
         return 0
     print(
         "The sync server's tests need PostgreSQL's binaries (initdb, pg_ctl) under "
-        f"/usr/lib/postgresql.\nInstall them (Debian or Ubuntu), then run make again:\n"
+        f"{lib}.\nInstall them (Debian or Ubuntu), then run make again:\n"
         f"    {install_command(as_root)}",
         file=sys.stderr,
     )

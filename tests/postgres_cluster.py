@@ -20,10 +20,10 @@ APP_ROLE = "airi_sync"
 OS_USER_AS_ROOT = "postgres"
 
 
-def postgres_bin_dir() -> Path | None:
+def postgres_bin_dir(lib: Path = POSTGRES_LIB) -> Path | None:
     """The newest installed major version's bin directory with initdb, or None."""
     candidates = sorted(
-        (path.parent for path in POSTGRES_LIB.glob("*/bin/initdb")),
+        (path.parent for path in lib.glob("*/bin/initdb")),
         key=lambda path: int(path.parent.name) if path.parent.name.isdigit() else 0,
     )
     return candidates[-1] if candidates else None
