@@ -26,15 +26,6 @@ def run_check(tmp_path: Path, chromium: str, chromedriver: str) -> subprocess.Co
     )
 
 
-def fake_apt_get(tmp_path: Path, exit_status: int) -> tuple[Path, Path]:
-    """An apt-get that records each call (with DEBIAN_FRONTEND) and exits as told."""
-    log = tmp_path / "apt-get.log"
-    apt_get = tmp_path / "apt-get"
-    apt_get.write_text(f'#!/bin/sh\necho "$DEBIAN_FRONTEND $*" >> {log}\nexit {exit_status}\n')
-    apt_get.chmod(0o755)
-    return apt_get, log
-
-
 def test_a_missing_browser_stops_at_once_with_the_one_command_to_run(tmp_path):
     nowhere = tmp_path / "nowhere"
     result = run_check(tmp_path, str(nowhere / "chromium"), str(nowhere / "chromedriver"))
@@ -60,18 +51,3 @@ def test_a_non_executable_chromedriver_counts_as_missing(tmp_path):
 def test_an_installed_browser_passes_silently(tmp_path):
     result = run_check(tmp_path, sys.executable, sys.executable)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-
-
-def test_install_updates_the_package_lists_then_installs_both_without_questions(tmp_path):
-    apt_get, log = fake_apt_get(tmp_path, exit_status=0)
-    assert ensure_browser.install(str(apt_get)) is True
-    assert log.read_text().splitlines() == [
-        "noninteractive update -qq",
-        "noninteractive install -y -qq chromium chromium-driver",
-    ]
-
-
-def test_install_stops_when_apt_get_fails(tmp_path):
-    apt_get, log = fake_apt_get(tmp_path, exit_status=100)
-    assert ensure_browser.install(str(apt_get)) is False
-    assert log.read_text().splitlines() == ["noninteractive update -qq"]

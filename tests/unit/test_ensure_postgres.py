@@ -26,15 +26,6 @@ def run_check(tmp_path: Path, postgres_lib: Path) -> subprocess.CompletedProcess
     )
 
 
-def fake_apt_get(tmp_path: Path, exit_status: int) -> tuple[Path, Path]:
-    """An apt-get that records each call (with DEBIAN_FRONTEND) and exits as told."""
-    log = tmp_path / "apt-get.log"
-    apt_get = tmp_path / "apt-get"
-    apt_get.write_text(f'#!/bin/sh\necho "$DEBIAN_FRONTEND $*" >> {log}\nexit {exit_status}\n')
-    apt_get.chmod(0o755)
-    return apt_get, log
-
-
 def test_missing_postgres_stops_at_once_with_the_one_command_to_run(tmp_path):
     nowhere = tmp_path / "nowhere"
     result = run_check(tmp_path, nowhere)
@@ -70,18 +61,3 @@ def test_the_newest_major_version_is_chosen(tmp_path):
         (tmp_path / version / "bin").mkdir(parents=True)
         (tmp_path / version / "bin" / "initdb").write_text("")
     assert ensure_postgres.postgres_bin_dir(tmp_path) == tmp_path / "15" / "bin"
-
-
-def test_install_updates_the_package_lists_then_installs_without_questions(tmp_path):
-    apt_get, log = fake_apt_get(tmp_path, exit_status=0)
-    assert ensure_postgres.install(str(apt_get)) is True
-    assert log.read_text().splitlines() == [
-        "noninteractive update -qq",
-        "noninteractive install -y -qq postgresql",
-    ]
-
-
-def test_install_stops_when_apt_get_fails(tmp_path):
-    apt_get, log = fake_apt_get(tmp_path, exit_status=100)
-    assert ensure_postgres.install(str(apt_get)) is False
-    assert log.read_text().splitlines() == ["noninteractive update -qq"]
