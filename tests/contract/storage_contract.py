@@ -4,8 +4,13 @@ Each case gets a ``Storage`` whose root is a memory driver, with ``local`` and `
 mounted on the driver under test. Self-contained: it runs inside Pyodide too.
 """
 
-from airi_memory.errors import InvalidKeyError, InvalidValueError, UnknownMountError
-from airi_memory.storage.driver import native_bytes
+from airi_memory.errors import (
+    InvalidKeyError,
+    InvalidValueError,
+    UnknownMountError,
+    WriteConflictError,
+)
+from airi_memory.storage.driver import Guard, LogAppend, native_bytes
 
 
 async def case_json_values_round_trip(storage):
@@ -197,6 +202,31 @@ async def case_raw_values(storage):
         ("local:blob", b"\x00\x01binary\xff"),
         ("local:copy", b"\x00\x01binary\xff"),
     ]
+
+
+async def case_one_batch_spans_the_mounts_of_one_store(storage):
+    """A write and its sync operation commit together or not at all."""
+    await storage.set_item("local:guarded", {"v": 1})
+    write = {
+        "sets": [("local:record", {"n": 1}), ("outbox:op-1", {"type": "create"})],
+        "patches": [("local:guarded", {"w": 2})],
+        "log": LogAppend("local:log", "local:log-head", '{"keys": []}'),
+    }
+    try:
+        await storage.write_batch(**write, guards=[Guard("local:guarded", "v", 2)])
+    except WriteConflictError:
+        pass
+    else:
+        raise AssertionError("a failed guard must refuse the batch")
+    assert await storage.get_keys("outbox") == []
+    assert not await storage.has_item("local:record")
+    number = await storage.write_batch(**write, guards=[Guard("local:guarded", "v", 1)])
+    assert number == 1
+    assert await storage.get_item("outbox:op-1") == {"type": "create"}
+    assert await storage.get_item("local:record") == {"n": 1}
+    assert await storage.get_item("local:guarded") == {"v": 1, "w": 2}
+    assert await storage.get_keys("outbox") == ["outbox:op-1"]
+    assert await storage.get_keys("local:log") == ["local:log:0000000000000001"]
 
 
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

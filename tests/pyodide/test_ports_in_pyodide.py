@@ -22,16 +22,20 @@ async def run_storage_case(selenium, source: str, case_name: str, kind: str) -> 
 
     from airi_memory.browser.indexeddb import IndexedDbDriver
     from airi_memory.storage import MemoryDriver, Storage
+    from airi_memory.storage.prefixed import PrefixedDriver
 
     namespace: dict = {}
     exec(compile(source, "storage_contract.py", "exec"), namespace)
     await airiHost.idb.open("keyval-store", "keyval").clear("")
     storage = Storage(MemoryDriver())
     if kind == "memory":
-        storage.mount("local", MemoryDriver()).mount("outbox", MemoryDriver())
+        store = MemoryDriver()
+        storage.mount("local", PrefixedDriver(store, "airi-local"))
+        storage.mount("outbox", PrefixedDriver(store, "airi-sync-queue"))
     else:
-        storage.mount("local", IndexedDbDriver(airiHost.idb, base="airi-local"))
-        storage.mount("outbox", IndexedDbDriver(airiHost.idb, base="airi-sync-queue"))
+        database = IndexedDbDriver(airiHost.idb)
+        storage.mount("local", database.view("airi-local"))
+        storage.mount("outbox", database.view("airi-sync-queue"))
     await namespace[case_name](storage)
     return case_name
 

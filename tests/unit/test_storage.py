@@ -8,18 +8,26 @@ from airi_memory.errors import InvalidKeyError
 from airi_memory.native.fs import FsDriver
 from airi_memory.storage import MemoryDriver, Storage
 from airi_memory.storage.keys import from_key_segment, item_key, key_segment, normalize_key
+from airi_memory.storage.prefixed import PrefixedDriver
 from airi_memory.storage.values import destr, stringify
 from contract.storage_contract import CASES
 
 
 def make_storage(kind: str, tmp_path) -> Storage:
+    """Both mounts share one store, as they share one IndexedDB database in the browser."""
     storage = Storage(MemoryDriver())
-    if kind == "memory":
-        storage.mount("local", MemoryDriver()).mount("outbox", MemoryDriver())
-    else:
-        storage.mount("local", FsDriver(tmp_path / "airi-local"))
-        storage.mount("outbox", FsDriver(tmp_path / "airi-sync-queue"))
+    store = MemoryDriver() if kind == "memory" else FsDriver(tmp_path)
+    storage.mount("local", PrefixedDriver(store, "airi-local"))
+    storage.mount("outbox", PrefixedDriver(store, "airi-sync-queue"))
     return storage
+
+
+async def test_a_batch_across_mounts_of_different_stores_is_refused_whole():
+    storage = Storage(MemoryDriver())
+    storage.mount("local", MemoryDriver()).mount("outbox", MemoryDriver())
+    with pytest.raises(InvalidKeyError, match=r"one mount, got \['local:', 'outbox:'\]"):
+        await storage.write_batch([("local:a", 1), ("outbox:op", 2)])
+    assert await storage.get_keys() == []
 
 
 @pytest.mark.parametrize("kind", ["memory", "fs"])

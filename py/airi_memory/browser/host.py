@@ -62,8 +62,9 @@ async def open_browser_system(
     ``local_model``) embedding model. ``clock`` and ``sleep`` are the system's time."""
     durability = parse_options(raw_options).durability
     storage = Storage(MemoryDriver())
-    storage.mount(LOCAL_MOUNT, IndexedDbDriver(host.idb, base=LOCAL_BASE, durability=durability))
-    storage.mount(OUTBOX_MOUNT, IndexedDbDriver(host.idb, base=OUTBOX_BASE, durability=durability))
+    database = IndexedDbDriver(host.idb, durability=durability)  # both mounts: one database
+    storage.mount(LOCAL_MOUNT, database.view(LOCAL_BASE))
+    storage.mount(OUTBOX_MOUNT, database.view(OUTBOX_BASE))
     local = (lambda config: LocalEmbedder(config, host.embedder)) if local_model else None
     ports = HostPorts(
         tokens=GptTokenizer(host.tokens),

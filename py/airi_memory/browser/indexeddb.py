@@ -63,6 +63,17 @@ class IndexedDbDriver(Driver):
         options = to_javascript({"durability": durability})
         self._store = idb_host.open(db_name, store_name, options)
         self._prefix = f"{base}:" if base else ""
+        self._whole: IndexedDbDriver | None = None  # the store's driver, for a mount's view
+
+    def view(self, base: str) -> "IndexedDbDriver":
+        """A mount's driver over this same store, its keys under ``<base>:``: mounts made
+        this way can be written together in one transaction (``within``)."""
+        mount = object.__new__(IndexedDbDriver)
+        mount._store, mount._prefix, mount._whole = self._store, f"{base}:", self
+        return mount
+
+    def within(self) -> tuple[Driver, str] | None:
+        return None if self._whole is None else (self._whole, self._prefix)
 
     def _key(self, key: str) -> str:
         return self._prefix + key

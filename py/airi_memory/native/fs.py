@@ -66,7 +66,8 @@ class FsDriver(Driver):
 
     async def get_keys(self, base: str) -> list[str]:
         keys = []
-        for path in self._root.rglob("*"):
+        folder = self._path(base.rsplit(":", 1)[0]) if ":" in base else self._root
+        for path in folder.rglob("*"):
             if path.is_file() and not path.name.startswith(".tmp-"):
                 key = ":".join(path.relative_to(self._root).parts)
                 if key.startswith(base):

@@ -16,6 +16,7 @@ from ..api import HostPorts, MemorySystem
 from ..http import HttpTransport
 from ..models import now_ms
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
+from ..storage.prefixed import PrefixedDriver
 from .fs import FsDriver
 from .http import UrllibTransport
 from .sql import NativeDuckDb
@@ -23,11 +24,10 @@ from .sql import NativeDuckDb
 
 @dataclass
 class InMemory:
-    """Durable mounts kept in memory: open a system over the same one again to restart it
-    (what a reload is in the browser), with every record still there."""
+    """The durable store kept in memory: open a system over the same one again to restart
+    it (what a reload is in the browser), with every record still there."""
 
-    local: MemoryDriver = field(default_factory=MemoryDriver)
-    outbox: MemoryDriver = field(default_factory=MemoryDriver)
+    store: MemoryDriver = field(default_factory=MemoryDriver)
 
 
 async def open_native_system(
@@ -42,12 +42,11 @@ async def open_native_system(
     memory for this system only. ``clock`` and ``sleep`` are the system's time (tests pass
     a hand-moved one); ``http`` reaches providers (urllib unless given)."""
     storage = Storage(MemoryDriver())
-    if isinstance(place, str | Path):
-        storage.mount(LOCAL_MOUNT, FsDriver(Path(place) / LOCAL_BASE))
-        storage.mount(OUTBOX_MOUNT, FsDriver(Path(place) / OUTBOX_BASE))
-    else:
-        memory = place or InMemory()
-        storage.mount(LOCAL_MOUNT, memory.local).mount(OUTBOX_MOUNT, memory.outbox)
+    # One store for both mounts, as IndexedDB is in the browser: a write and its sync
+    # operation commit together. Files: <place>/airi-local/... and <place>/airi-sync-queue/...
+    store = FsDriver(place) if isinstance(place, str | Path) else (place or InMemory()).store
+    storage.mount(LOCAL_MOUNT, PrefixedDriver(store, LOCAL_BASE))
+    storage.mount(OUTBOX_MOUNT, PrefixedDriver(store, OUTBOX_BASE))
     ports = HostPorts(http=http or UrllibTransport())
     return await MemorySystem.open(
         storage, NativeDuckDb(), dict(options or {}), clock=clock, sleep=sleep, ports=ports

@@ -209,6 +209,13 @@ class Driver(ABC):
         instead of holding every one in Python's heap at once."""
         return await self.get_all(prefix, raw=True)
 
+    def within(self) -> tuple["Driver", str] | None:
+        """(a driver over the whole store this mount lives in, this mount's key prefix
+        there) when other mounts share that store, else None. Mounts with the same store
+        driver can be written in one ``apply`` (IndexedDB: one transaction), which is how
+        a write and its sync operation in the ``outbox`` mount commit together."""
+        return None
+
     async def dispose(self) -> None:
         """Release resources; the default driver holds none."""
 

@@ -7,7 +7,7 @@ only, because our drivers honour their base (unstorage's IndexedDB driver does n
 the base lies inside a mount).
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,8 +152,9 @@ class Storage:
         ``log`` appends the write's entry to a commit-ordered log (see ``LogAppend``)
         and its number is returned.
 
-        Every key and value is checked before anything is written; keys in different
-        mounts are refused, because no driver can make those atomic together.
+        Every key and value is checked before anything is written. Keys in different
+        mounts are refused unless those mounts share one store (``Driver.within``), as
+        ``local`` and ``outbox`` do: then the batch is one unit across them too.
         """
         prepared = [self._prepare(k, v) for k, v in sets]
         # Raw values pass as they are: bytes, or a port's native bytes (a JS typed array).
@@ -171,21 +172,16 @@ class Storage:
         routes += [route for route, _ in checks] + logs
         if not routes:
             return None
-        drivers = {id(route.driver) for route in routes}
-        if len(drivers) > 1:
-            bases = sorted({route.base or "(root)" for route in routes})
-            raise InvalidKeyError(f"one write batch must stay in one mount, got {bases}")
+        driver, key_of = _one_store(routes)
         relative_log = None
         if log is not None:
-            relative_log = LogAppend(
-                logs[1].relative_key, logs[0].relative_key, log.entry, log.prune_through
-            )
-        return await routes[0].driver.apply(
-            [(route.relative_key, text) for route, text in prepared],
-            [route.relative_key for route in removed],
-            [route.relative_key for route in prefixes],
-            [(route.relative_key, text) for route, text in merges],
-            [Guard(route.relative_key, g.field, g.equals) for route, g in checks],
+            relative_log = LogAppend(key_of(logs[1]), key_of(logs[0]), log.entry, log.prune_through)
+        return await driver.apply(
+            [(key_of(route), text) for route, text in prepared],
+            [key_of(route) for route in removed],
+            [key_of(route) for route in prefixes],
+            [(key_of(route), text) for route, text in merges],
+            [Guard(key_of(route), g.field, g.equals) for route, g in checks],
             relative_log,
         )
 
@@ -253,6 +249,20 @@ class Storage:
     async def dispose(self) -> None:
         for driver in self._mounts.values():
             await driver.dispose()
+
+
+def _one_store(routes: Sequence[_Route]) -> tuple[Driver, Callable[[_Route], str]]:
+    """The driver that can write every route in one unit, and each route's key there."""
+    drivers = {id(route.driver): route.driver for route in routes}
+    if len(drivers) == 1:
+        return routes[0].driver, lambda route: route.relative_key
+    shared = [driver.within() for driver in drivers.values()]
+    found = [pair for pair in shared if pair is not None]
+    if len(found) < len(shared) or len({id(store) for store, _ in found}) != 1:
+        bases = sorted({route.base or "(root)" for route in routes})
+        raise InvalidKeyError(f"one write batch must stay in one mount, got {bases}")
+    prefix_of = {key: prefix for key, (_, prefix) in zip(drivers, found, strict=True)}
+    return found[0][0], lambda route: prefix_of[id(route.driver)] + route.relative_key
 
 
 def _group_by_driver(routes: Sequence[_Route]) -> dict[Driver, list[int]]:
