@@ -39,7 +39,7 @@ postgres:
 # file (default) or a postgresql:// URL. It migrates the schema first.
 SYNC_PORT ?= 8787
 SYNC_DB ?= build/sync.sqlite3
-SYNC_SERVER := PYTHONPATH=server $(PY) -m airi_memory_server --db "$(SYNC_DB)"
+SYNC_SERVER := PYTHONPATH=server:py $(PY) -m airi_memory_server --db "$(SYNC_DB)"
 
 sync-server: $(STAMP_VENV)
 	$(SYNC_SERVER) serve --host 127.0.0.1 --port $(SYNC_PORT)

@@ -44,6 +44,7 @@ from .sessions.records import LIBRARY_KEYS
 from .sql import SqlEngine
 from .storage import Storage
 from .storage.public import PublicStorage
+from .sync.client import Exclusive, SyncClient
 
 AppCall = Callable[[str, Any], Awaitable[Any]]
 Sleep = Callable[[float], Awaitable[None]]
@@ -59,6 +60,9 @@ class HostPorts:
     # The local embedding model, where the host has one (the browser's worker).
     local_embedder: Callable[[EmbeddingConfig], Embedder] | None = None
     emit: Callable[[str, dict[str, Any]], None] | None = None  # progress events for the page
+    # One holder across tabs of a named lock (Web Locks), for the sync runner.
+    exclusive: Exclusive | None = None
+    online: Callable[[], bool] | None = None  # whether the host has a network (navigator.onLine)
 
 
 class MemorySystem:
@@ -101,6 +105,9 @@ class MemorySystem:
         self.scheduler = RetentionScheduler(
             self._scheduled_retention, options.retention.interval_ms, sleep
         )
+        self.sync = SyncClient(
+            sessions, ports.http, ports.emit, sleep, ports.exclusive, ports.online
+        )
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {
             method.name: _handler(self, method.handler) for method in METHODS
         }
@@ -133,6 +140,7 @@ class MemorySystem:
                 "quarantine", {"records": [{"key": key, "reason": reason}]}
             )
         await system.summarizer.load()
+        await system.sync.open(options.sync)
         if options.retention.enabled:
             system.scheduler.start(run_now=options.retention.run_at_start)
         return system
@@ -179,6 +187,7 @@ class MemorySystem:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.options.timeouts.close_ms / 1000):
                 await self.scheduler.stop()
+                await self.sync.close()
                 await self.embeddings.stop()
                 await self.sessions.queue.drain()
         await self.sql.close()

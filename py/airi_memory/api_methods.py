@@ -41,6 +41,8 @@ from .api_shapes import (
     StorageItem,
     StorageMount,
     SummarizerStatus,
+    SyncReport,
+    SyncStatus,
     SystemInfo,
     TokenStats,
 )
@@ -55,6 +57,7 @@ from .models import (
 )
 from .search.embeddings import EmbeddingConfig
 from .search.service import SearchQuery
+from .sync.config import SyncConfig
 
 
 class _Required:
@@ -260,6 +263,20 @@ METHODS: tuple[Method, ...] = (
     _method("importSessions", "import_sessions",
             "Seed or AIRI files (parsed or as text); all or nothing.", ImportReport,
             _P("data", Any), _P("options", ImportSessionsOptions | None, None)),
+    # --- cloud sync ---------------------------------------------------------------
+    _method("configureSync", "sync.configure",
+            "Turn sync on or off, or change endpoint, key or interval; the status.", SyncStatus,
+            _P("config", SyncConfig)),
+    _method("sync.processSyncQueue", "sync.process_sync_queue",
+            "Push the outbox, then pull other devices' changes; the report.", SyncReport),
+    _method("sync.status", "sync.status", "Pending, in flight, failed, last success and error.",
+            SyncStatus),
+    _method("sync.deadLetters", "sync.dead_letters",
+            "Operations refused or failed too often, with why.", list[_JSON]),
+    _method("sync.retry", "sync.retry", "Dead letters back into the outbox; how many.", int,
+            _P("ids", list[str])),
+    _method("sync.discard", "sync.discard", "Drop dead letters for good; how many.", int,
+            _P("ids", list[str])),
     # --- benchmark tools (the diagnostics option) ---------------------------------
     _method("diagnostics.bulkInsert", "_bulk_insert", "Time a bulk insert of rows into DuckDB.",
             dict[str, float], _P("rows", int)),

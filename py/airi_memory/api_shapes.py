@@ -163,6 +163,36 @@ class SummarizerStatus(TypedDict):
     failures: dict[str, Any]  # session id -> {attempts, retryAt, error}
 
 
+class SyncReport(TypedDict):
+    pushed: int  # operations the server acknowledged
+    pulled: int  # operations pulled (other devices' and this one's echoed)
+    failed: int  # operations moved to the dead letters in this run
+    skipped: list[str]  # pulled changes that could not apply here, and why
+    pending: int  # operations still in the outbox
+    durationMs: int
+    error: NotRequired[str]  # why the run stopped early (redacted)
+
+
+class SyncStatus(TypedDict):
+    enabled: bool
+    endpoint: str | None
+    apiKey: str | None  # "set" or null: never the key
+    autoSync: bool
+    syncInterval: int
+    timeoutMs: int
+    recording: bool  # writes record operations (from the first enable on, for good)
+    device: str | None
+    running: bool  # the automatic runner
+    online: bool
+    pending: int
+    inFlight: int
+    failed: int  # dead letters
+    lastAttemptAt: int | None
+    lastSuccessAt: int | None
+    lastError: str | None
+    lastReport: SyncReport | None
+
+
 class RetentionStatus(TypedDict):
     scheduled: bool
     intervalMs: int

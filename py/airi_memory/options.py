@@ -10,6 +10,7 @@ from .llm import LlmConfig
 from .models import CacheConfig, MessageRetentionPolicy, RetentionPolicy
 from .search.embeddings import EmbeddingConfig
 from .search.service import RetrievalConfig
+from .sync.config import SyncConfig
 
 
 class _Options(BaseModel):
@@ -72,6 +73,8 @@ class SystemOptions(_Options):
     # one stores random vectors under the live model for good and the other is heavy.
     diagnostics: bool = False
     timeouts: TimeoutOptions = Field(default_factory=TimeoutOptions)
+    # Cloud sync (the seed's SyncConfig); also set later with configureSync.
+    sync: SyncConfig | None = None
 
 
 def parse_options(raw: object) -> SystemOptions:

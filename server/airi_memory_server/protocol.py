@@ -16,7 +16,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from airi_memory_server import hlc
+from airi_memory.sync import hlc
 
 MAX_ID_CHARS = 128
 MAX_FIELD_NAME_CHARS = 128

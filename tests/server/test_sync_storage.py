@@ -16,7 +16,8 @@ from operations import session_op
 from sqlalchemy import text
 from sync_harness import EmptyDatabases
 
-from airi_memory_server import hlc, migrate
+from airi_memory.sync import hlc
+from airi_memory_server import migrate
 from airi_memory_server.db import create_engine
 from airi_memory_server.merge import merge
 from airi_memory_server.protocol import SyncOperation
@@ -85,7 +86,7 @@ async def test_row_level_security_hides_rows_of_users_not_named(postgres: Postgr
 
 def test_create_user_prints_the_new_key_last(tmp_path: Path) -> None:
     database = tmp_path / "cli.sqlite3"
-    environment = {**os.environ, "PYTHONPATH": str(ROOT / "server"), "SYNC_DB": str(database)}
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT / "py")]), "SYNC_DB": str(database)}
 
     def create(name: str) -> list[str]:
         done = subprocess.run(

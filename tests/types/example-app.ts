@@ -114,6 +114,10 @@ export async function exampleApp(): Promise<string[]> {
   seen.push(JSON.stringify(await memory.summarizeOldContext(id, 10)), JSON.stringify(await memory.summarizeOldContext(id)));
   seen.push(String((await memory.configureSummarizer({ provider: "openai", model: "gpt-4o-mini", apiKey: "sk" })).configured));
   seen.push(String((await memory.configureSummarizer({ provider: "callback", summarize: () => "short" })).configured));
+  const sync = await memory.configureSync({ enabled: false, endpoint: "http://127.0.0.1:8787", autoSync: false });
+  seen.push(String(sync.recording), String((await memory.sync.status()).pending));
+  seen.push(String((await memory.sync.deadLetters()).length), String(await memory.sync.retry([])), String(await memory.sync.discard(["none"])));
+  await memory.sync.processSyncQueue().catch((error: Error) => seen.push(error.name));
   seen.push(String((await memory.configureSummarizer(null)).configured), JSON.stringify((await memory.summarizerStatus()).failures));
   const exported = await memory.exportSessions([id]);
   seen.push(exported.version, ...exported.sessions.map((s) => `${s.meta.sessionId}:${s.messages.length}`));

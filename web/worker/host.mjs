@@ -6,7 +6,7 @@
 // options' own, validated again by Python) bound the waits on DuckDB and on the model.
 import { openDuckDb } from "./duckdb-engine.mjs";
 import { createLocalEmbedder } from "./embeddings.mjs";
-import { postJson } from "./http.mjs";
+import { request } from "./http.mjs";
 import { failNextCommits, openStore } from "./idb-store.mjs";
 import { createTokenCounter } from "./tokens.mjs";
 
@@ -16,7 +16,7 @@ export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeou
     idb: { open: openStore, failNextCommits },
     sql,
     tokens: createTokenCounter(runtimeUrl),
-    http: { postJson },
+    http: { request },
     embedder: createLocalEmbedder(runtimeUrl, (detail) => onEvent("embedding-progress", detail), {
       loadTimeoutMs: positive(timeouts.embeddingLoadMs),
     }),

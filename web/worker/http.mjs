@@ -1,13 +1,14 @@
-// The HTTP port for providers the user configured: one JSON POST with a timeout.
-// It never throws across the bridge: failures come back as {error} or {timedOut}.
-export async function postJson(url, headersJson, body, timeoutMs) {
+// The HTTP port, for the providers and the sync endpoint the user configured: one request
+// with a timeout, JSON text both ways. It never throws across the bridge: failures come
+// back as {error} or {timedOut}.
+export async function request(method, url, headersJson, body, timeoutMs) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   try {
     const response = await fetch(url, {
-      method: "POST",
+      method,
       headers: JSON.parse(headersJson),
-      body,
+      body: body ?? undefined,
       signal: controller.signal,
       credentials: "omit",
     });

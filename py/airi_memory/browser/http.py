@@ -1,6 +1,6 @@
 """The HTTP port in the browser: ``fetch`` in the worker, with an abort on timeout.
 
-The host's ``http.postJson(url, headersJson, body, timeoutMs)`` resolves to
+The host's ``http.request(method, url, headersJson, body, timeoutMs)`` resolves to
 ``{status, text}`` or ``{error, timedOut}``; it never throws across the bridge.
 """
 
@@ -16,11 +16,12 @@ class FetchTransport(HttpTransport):
     def __init__(self, http: Any) -> None:
         self._http = http
 
-    async def post_json(
-        self, url: str, headers: dict[str, str], body: str, timeout_s: float
+    async def request(
+        self, method: str, url: str, headers: dict[str, str], body: str | None, timeout_s: float
     ) -> HttpReply:
+        timeout_ms = int(timeout_s * 1000)
         reply = to_python(
-            await self._http.postJson(url, json.dumps(headers), body, int(timeout_s * 1000))
+            await self._http.request(method, url, json.dumps(headers), body, timeout_ms)
         )
         if reply.get("timedOut"):
             raise ProviderError(f"no reply from {url} within {timeout_s:g} s")

@@ -17,10 +17,11 @@ from .transport import HttpReply, HttpTransport
 class HttpRequest:
     url: str
     headers: dict[str, str]
-    body: str
+    body: str | None
+    method: str = "POST"
 
     def json(self) -> Any:
-        return json.loads(self.body)
+        return json.loads(self.body or "null")
 
 
 Handler = Callable[[HttpRequest], Awaitable[HttpReply]]
@@ -31,10 +32,10 @@ class FakeTransport(HttpTransport):
         self.handler = handler
         self.requests: list[HttpRequest] = []
 
-    async def post_json(
-        self, url: str, headers: dict[str, str], body: str, timeout_s: float
+    async def request(
+        self, method: str, url: str, headers: dict[str, str], body: str | None, timeout_s: float
     ) -> HttpReply:
-        request = HttpRequest(url, dict(headers), body)
+        request = HttpRequest(url, dict(headers), body, method)
         self.requests.append(request)
         try:
             async with asyncio.timeout(timeout_s):

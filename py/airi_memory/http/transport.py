@@ -1,9 +1,10 @@
-"""Port: one JSON POST over HTTP, for providers that speak OpenAI's protocol.
+"""Port: one HTTP request with JSON text, for the providers and the sync endpoint a user
+configures.
 
 Implementations: ``native.http`` (urllib) for CPython, ``browser.http`` (``fetch`` in
 the worker) for the browser, ``http.fake`` in process for tests. Each turns a network
 failure or a timeout into a ``ProviderError`` and returns any HTTP reply, whatever its
-status, for the provider to judge.
+status, for the caller to judge.
 """
 
 from abc import ABC, abstractmethod
@@ -18,6 +19,11 @@ class HttpReply:
 
 class HttpTransport(ABC):
     @abstractmethod
+    async def request(
+        self, method: str, url: str, headers: dict[str, str], body: str | None, timeout_s: float
+    ) -> HttpReply: ...
+
     async def post_json(
         self, url: str, headers: dict[str, str], body: str, timeout_s: float
-    ) -> HttpReply: ...
+    ) -> HttpReply:
+        return await self.request("POST", url, headers, body, timeout_s)

@@ -80,6 +80,33 @@ async def post(
         ) from None
 
 
+def safe_endpoint(url: str) -> str:
+    """A URL a key and the user's conversations may be sent to: encrypted unless it stays
+    on this machine, and nothing secret in the URL itself (it is shown in status and
+    errors). A pydantic validator: raises ``PydanticCustomError``."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        host = None
+    if host is None or parts.scheme not in ("https", "http"):
+        raise PydanticCustomError(
+            "url_scheme", "must be an https:// URL, such as https://api.openai.com/v1"
+        )
+    if parts.scheme == "http" and host not in LOOPBACK_HOSTS:
+        raise PydanticCustomError(
+            "url_insecure",
+            "must use https://: http:// is allowed only to this machine (localhost, "
+            "127.0.0.1, ::1), since the key and the conversation would travel in clear",
+        )
+    if parts.query or parts.fragment or "@" in parts.netloc:
+        raise PydanticCustomError(
+            "url_secret",
+            "must not carry a query, fragment or credentials: the key belongs in apiKey",
+        )
+    return url
+
+
 class ProviderConfig(BaseModel):
     """Where a remote provider is and how to reach it; the key never leaves this object."""
 
@@ -88,32 +115,7 @@ class ProviderConfig(BaseModel):
     api_key: SecretStr | None = Field(default=None, alias="apiKey")
     timeout_ms: int = Field(default=30_000, alias="timeoutMs", ge=100, le=600_000)
 
-    @field_validator("base_url")
-    @classmethod
-    def _safe_base_url(cls, url: str) -> str:
-        """The key and the conversation go to this URL: encrypted unless it stays on this
-        machine, and nothing secret in the URL itself (it is shown in status and errors)."""
-        try:
-            parts = urlsplit(url)
-            host = parts.hostname
-        except ValueError:
-            host = None
-        if host is None or parts.scheme not in ("https", "http"):
-            raise PydanticCustomError(
-                "url_scheme", "must be an https:// URL, such as https://api.openai.com/v1"
-            )
-        if parts.scheme == "http" and host not in LOOPBACK_HOSTS:
-            raise PydanticCustomError(
-                "url_insecure",
-                "must use https://: http:// is allowed only to this machine (localhost, "
-                "127.0.0.1, ::1), since the key and the conversation would travel in clear",
-            )
-        if parts.query or parts.fragment or "@" in parts.netloc:
-            raise PydanticCustomError(
-                "url_secret",
-                "must not carry a query, fragment or credentials: the key belongs in apiKey",
-            )
-        return url
+    _safe_base_url = field_validator("base_url")(lambda url: safe_endpoint(url))
 
     def public(self) -> dict[str, Any]:
         """The configuration as it may be shown: everything but the key."""

@@ -1,6 +1,7 @@
 """The HTTP port on CPython: urllib in a thread, so the event loop keeps running."""
 
 import asyncio
+import http.client
 import urllib.error
 import urllib.request
 
@@ -9,14 +10,17 @@ from ..http import HttpReply, HttpTransport
 
 
 class UrllibTransport(HttpTransport):
-    async def post_json(
-        self, url: str, headers: dict[str, str], body: str, timeout_s: float
+    async def request(
+        self, method: str, url: str, headers: dict[str, str], body: str | None, timeout_s: float
     ) -> HttpReply:
-        return await asyncio.to_thread(self._post, url, headers, body, timeout_s)
+        return await asyncio.to_thread(self._send, method, url, headers, body, timeout_s)
 
     @staticmethod
-    def _post(url: str, headers: dict[str, str], body: str, timeout_s: float) -> HttpReply:
-        request = urllib.request.Request(url, body.encode(), headers, method="POST")
+    def _send(
+        method: str, url: str, headers: dict[str, str], body: str | None, timeout_s: float
+    ) -> HttpReply:
+        data = None if body is None else body.encode()
+        request = urllib.request.Request(url, data, headers, method=method)
         try:
             with urllib.request.urlopen(request, timeout=timeout_s) as response:
                 return HttpReply(response.status, response.read().decode("utf-8", "replace"))
@@ -24,7 +28,7 @@ class UrllibTransport(HttpTransport):
             return HttpReply(error.code, error.read().decode("utf-8", "replace"))
         except TimeoutError:
             raise ProviderError(f"no reply from {url} within {timeout_s:g} s") from None
-        except (urllib.error.URLError, OSError) as error:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
             reason = getattr(error, "reason", error)
             if isinstance(reason, TimeoutError):
                 raise ProviderError(f"no reply from {url} within {timeout_s:g} s") from None

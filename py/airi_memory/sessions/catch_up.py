@@ -107,6 +107,11 @@ class CatchUp:
         self.journal.reached(last)
         return report
 
+    async def replay(self, keys: list[str], prefixes: list[str]) -> dict[str, Any]:
+        """Reflect records this tab just wrote without knowing their rows (a pulled page):
+        read back as another tab's write would be."""
+        return await self._replay([{"keys": keys, "prefixes": prefixes}])
+
     async def _replay(self, entries: list[Any]) -> dict[str, Any]:
         """Bring the mirror up to date with journal entries: re-read every record they
         name and put its current state in DuckDB (idempotent: values, not deltas)."""

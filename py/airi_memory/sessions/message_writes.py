@@ -11,6 +11,7 @@ from ..models import ChatHistoryItem, validate_or_raise
 from ..storage.driver import Guard
 from . import records
 from .catch_up import CatchUp
+from .changes import Change, created_message
 from .view import SessionView
 from .writer import Writer
 
@@ -47,6 +48,10 @@ class MessageWrites:
                 sets=[(records.message_key(session_id, record), item.to_wire())],
                 patches=[(key, {"updatedAt": now})],
                 guards=[Guard(key, "updatedAt", meta.updated_at)],
+                changes=[
+                    created_message(session_id, item),
+                    Change("update", session_id, data={"updatedAt": now}),
+                ],
             )
 
             def apply() -> None:
@@ -74,6 +79,10 @@ class MessageWrites:
                 sets=[(records.message_key(session_id, record), summary.to_wire())],
                 removes=[records.message_key(session_id, r) for r in old],
                 guards=[Guard(records.session_key(session_id))],
+                changes=[
+                    created_message(session_id, summary),
+                    *(Change("delete", session_id, mid) for mid in old.values()),
+                ],
             )
 
             async def apply() -> None:
@@ -104,7 +113,13 @@ class MessageWrites:
             record, body = await self._record_of(session_id, message_id)
             item = validate_or_raise(ChatHistoryItem, {**body, **patch}, "patch")
             key = records.message_key(session_id, record)
-            number = await self.writer.write(sets=[(key, item.to_wire())], guards=[Guard(key)])
+            wire = item.to_wire()
+            edited = {name: wire.get(name) for name in patch if name != "id"}
+            number = await self.writer.write(
+                sets=[(key, wire)],
+                guards=[Guard(key)],
+                changes=[Change("update", session_id, message_id, edited)],
+            )
 
             async def apply() -> None:
                 await self.mirror.replace_message(session_id, record, item)
@@ -118,7 +133,7 @@ class MessageWrites:
     async def delete_message(self, session_id: str, message_id: str) -> bool:
         async def task() -> bool:
             record, _ = await self._record_of(session_id, message_id)
-            await self._delete_records(session_id, [record])
+            await self._delete_records(session_id, {record: message_id})
             return True
 
         return await self.writer.run("deleteMessage", task)
@@ -134,9 +149,11 @@ class MessageWrites:
 
         return await self.writer.run(label, task)
 
-    async def _delete_records(self, session_id: str, found: list[str]) -> None:
+    async def _delete_records(self, session_id: str, found: dict[str, str]) -> None:
+        """Delete message records ({record name: message id})."""
         number = await self.writer.write(
-            removes=[records.message_key(session_id, r) for r in found]
+            removes=[records.message_key(session_id, r) for r in found],
+            changes=[Change("delete", session_id, mid) for mid in found.values()],
         )
 
         async def apply() -> None:

@@ -318,18 +318,18 @@ class SessionMirror:
         record, body = result.tuples()[0]
         return record, loads(body)
 
-    async def records_of(self, session_id: str, message_ids: Sequence[str]) -> list[str]:
-        """Record names of the named messages of a session (those that exist)."""
-        found: list[str] = []
+    async def records_of(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
+        """{record name: message id} of the named messages of a session (those that exist)."""
+        found: dict[str, str] = {}
         ids = list(message_ids)
         for start in range(0, len(ids), 500):  # bound parameters, in statements of a fair size
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             result = await self.query(
-                f"SELECT record FROM chat_messages WHERE session_id = ? AND id IN ({marks})",
+                f"SELECT record, id FROM chat_messages WHERE session_id = ? AND id IN ({marks})",
                 [session_id, *chunk],
             )
-            found.extend(result.column("record"))
+            found.update(dict(result.tuples()))
         return found
 
     async def stored_bodies(self) -> dict[tuple[str, str], str]:

@@ -16,6 +16,7 @@ from ..storage.driver import Guard
 from . import records
 from .arguments import count_of, options_of
 from .catch_up import CatchUp
+from .changes import Change, created
 from .mirror import session_row
 from .queries import Queries
 from .view import SessionView
@@ -111,7 +112,9 @@ class SessionWrites:
         key = records.session_key(sid)
         sets = [(key, meta.to_wire())]
         sets += [(records.message_key(sid, record), m.to_wire()) for record, m in named]
-        number = await self.writer.write(sets=sets, guards=[Guard(key, "sessionId", None)])
+        number = await self.writer.write(
+            sets=sets, guards=[Guard(key, "sessionId", None)], changes=created(meta, messages)
+        )
 
         def apply() -> None:
             sequences.took(sid, len(messages))
@@ -139,7 +142,8 @@ class SessionWrites:
                 sets.append((records.message_key(sid, record), text))
                 message_rows.append(self.mirror.row(sid, record, text))
         guards = [Guard(records.session_key(m.session_id), "sessionId", None) for m, _ in sessions]
-        number = await self.writer.write(sets=sets, guards=guards)
+        changes = [change for meta, messages in sessions for change in created(meta, messages)]
+        number = await self.writer.write(sets=sets, guards=guards, changes=changes)
 
         async def apply() -> None:
             for meta, messages in sessions:
@@ -161,7 +165,11 @@ class SessionWrites:
             updated = validate_or_raise(ChatSessionMeta, {**current.to_wire(), **fields})
             patch = {k: v for k, v in updated.to_wire().items() if k in fields}
             key = records.session_key(session_id)
-            number = await self.writer.write(patches=[(key, patch)], guards=[Guard(key)])
+            number = await self.writer.write(
+                patches=[(key, patch)],
+                guards=[Guard(key)],
+                changes=[Change("update", session_id, data=patch)],
+            )
             await self.writer.settle(number, lambda: self.view.put(updated))
             return updated.to_wire()
 
@@ -247,6 +255,8 @@ class SessionWrites:
                 Guard(records.session_key(sid), "updatedAt", metas[sid].updated_at)
                 for sid in (doomed if guard_age else [])
             ],
+            changes=[Change("update", sid, data=patch) for sid in archived]
+            + [Change("delete", sid) for sid in doomed],
         )
 
         async def apply() -> None:

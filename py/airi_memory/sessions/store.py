@@ -10,6 +10,8 @@ committed, so a resolved ``addMessage`` is on disk. The parts, one idea each:
     snapshots.py       the mirror's tables saved with the journal number they cover
     session_writes.py  create, fork, import, patches, deletes of sessions
     message_writes.py  add, summarise, update, delete messages
+    remote_writes.py   other devices' changes, pulled by sync
+    changes.py         what a write did, for the sync outbox recorded with it
     queries.py         reads (sessions from memory, messages from cache or DuckDB)
     reader.py          durable records into sessions and rows, and the quarantine
     view.py            this tab's session metadata, mirror and cache, kept together
@@ -32,6 +34,7 @@ from .mirror import SessionMirror
 from .queries import Queries
 from .queue import Background, PersistQueue
 from .reader import RecordReader
+from .remote_writes import RemoteWrites
 from .restore import restore
 from .session_writes import SessionWrites
 from .snapshots import Snapshots
@@ -88,6 +91,7 @@ class SessionStore:
             self.writer, self.view, self.catching_up, self.queries, user_id
         )
         self.message_writes = MessageWrites(self.writer, self.view, self.catching_up)
+        self.remote_writes = RemoteWrites(self.writer, self.view, self.catching_up)
         self._bind_public_methods()
 
     def _bind_public_methods(self) -> None:
@@ -134,6 +138,8 @@ class SessionStore:
         self.update_message = messages.update_message
         self.delete_message = messages.delete_message
         self.delete_messages = messages.delete_messages
+        # Other devices' changes (sync's pull).
+        self.apply_remote = self.remote_writes.apply
 
     @classmethod
     async def open(

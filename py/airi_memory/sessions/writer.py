@@ -17,6 +17,7 @@ from ..errors import WriteConflictError
 from ..storage import Storage
 from ..storage.driver import Guard
 from . import records
+from .changes import Bookkeeping, Change, NoRecorder, Recorder
 from .journal import Journal
 from .queue import Background, PersistQueue
 from .reader import error_text
@@ -110,6 +111,7 @@ class Writer:
         self.publish = publish  # hints other tabs that the journal moved (to this number)
         # Told of every write (indexers), and whether it may have deleted messages.
         self.write_listeners = write_listeners
+        self.recorder: Recorder = NoRecorder()  # the sync outbox, once it is attached
 
     async def run(self, label: str, task: Callable[[], Awaitable[T]]) -> T:
         """``task`` in this tab's write queue."""
@@ -130,14 +132,31 @@ class Writer:
         prefixes: Sequence[str] = (),
         patches: Sequence[tuple[str, Any]] = (),
         guards: Sequence[Guard] = (),
+        changes: Sequence[Change] = (),
+        bookkeeping: Bookkeeping | None = None,
     ) -> int:
-        """One storage batch plus its journal entry, in one transaction; returns the
-        entry's number. Schedules a snapshot when the journal has grown long."""
+        """One storage batch plus its journal entry and the sync operations of its
+        ``changes``, in one transaction; returns the entry's number. ``bookkeeping`` is
+        sync state written as it is (a pull's stamps and cursor). Schedules a snapshot
+        when the journal has grown long."""
         touched = [k for k, _ in sets] + list(removes) + [k for k, _ in patches]
         log = self.journal.append(touched, list(prefixes))
-        number = await self.storage.write_batch(
-            [*sets], removes, prefixes, patches, guards=guards, log=log
-        )
+        for attempt in range(2):
+            extra = bookkeeping or self.recorder.bookkeeping(list(changes))
+            try:
+                number = await self.storage.write_batch(
+                    [*sets, *extra.sets],
+                    [*removes, *extra.removes],
+                    [*prefixes, *extra.prefixes],
+                    [*patches, *extra.patches],
+                    guards=[*guards, *extra.guards],
+                    log=log,
+                )
+                break
+            except WriteConflictError:
+                # Another tab turned sync on: write again, with this write's operations.
+                if attempt or not await self.recorder.refresh():
+                    raise
         assert number is not None
         if self.publish:
             self.publish(number)

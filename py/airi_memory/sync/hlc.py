@@ -1,4 +1,5 @@
-"""Hybrid logical clock stamps: the order every device agrees on for edits.
+"""Hybrid logical clock stamps: the order every device agrees on for edits (the page's
+client and the sync server use this one module).
 
 A stamp is ``<wall ms, 15 digits>-<counter, 5 digits>-<node id>``. The fixed widths make
 plain string comparison (bytes, or JavaScript's ``<`` on these ASCII strings) the same
