@@ -14,7 +14,6 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from operations import session_op
 from sqlalchemy import text
-from sync_harness import EmptyDatabases
 
 from airi_memory.sync import hlc
 from airi_memory_server import migrate
@@ -24,6 +23,7 @@ from airi_memory_server.protocol import SyncOperation
 from airi_memory_server.schema import metadata
 from airi_memory_server.store import SqlSyncStore
 from postgres_cluster import PostgresCluster
+from sync_harness import EmptyDatabases
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = json.loads((ROOT / "docs" / "sync-conflict-examples.json").read_text())["examples"]
@@ -86,7 +86,11 @@ async def test_row_level_security_hides_rows_of_users_not_named(postgres: Postgr
 
 def test_create_user_prints_the_new_key_last(tmp_path: Path) -> None:
     database = tmp_path / "cli.sqlite3"
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT / "py")]), "SYNC_DB": str(database)}
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT / "py")]),
+        "SYNC_DB": str(database),
+    }
 
     def create(name: str) -> list[str]:
         done = subprocess.run(

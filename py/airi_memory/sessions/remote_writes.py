@@ -36,7 +36,8 @@ class _Batch:
 
 
 class RemoteWrites:
-    def __init__(self, writer: Writer, view: SessionView, catch_up: CatchUp) -> None:
+    def __init__(self, writer: Writer, view: SessionView, catch_up: CatchUp, user_id: str) -> None:
+        self.user_id = user_id  # the owner of a session known so far only by its messages
         self.writer = writer
         self.view = view
         self.mirror = view.mirror
@@ -80,10 +81,11 @@ class RemoteWrites:
         body = batch.messages[where]
         if change.type == "delete":
             batch.messages[where] = None
-        elif session is None:
-            batch.skipped.append(f"message {mid!r}: no session {sid!r} here")
-        else:
-            batch.messages[where] = {**(body or {"id": mid}), **(change.data or {})}
+            return
+        if session is None:  # its session's own operation comes later: hold the message
+            batch.created.add(sid)
+            batch.sessions[sid] = {"sessionId": sid, "userId": self.user_id}
+        batch.messages[where] = {**(body or {"id": mid}), **(change.data or {})}
 
     async def _write(self, batch: _Batch, book: Bookkeeping) -> None:
         sets: list[tuple[str, Any]] = []

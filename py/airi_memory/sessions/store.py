@@ -91,7 +91,7 @@ class SessionStore:
             self.writer, self.view, self.catching_up, self.queries, user_id
         )
         self.message_writes = MessageWrites(self.writer, self.view, self.catching_up)
-        self.remote_writes = RemoteWrites(self.writer, self.view, self.catching_up)
+        self.remote_writes = RemoteWrites(self.writer, self.view, self.catching_up, user_id)
         self._bind_public_methods()
 
     def _bind_public_methods(self) -> None:

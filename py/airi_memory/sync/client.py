@@ -81,6 +81,8 @@ class SyncClient:
         self.sessions.write_listeners.append(lambda _deleted: self._wake.set())
         if config is not None:
             await self.configure(config)
+        elif self.recorder.recording:
+            await self.sessions.writer.run("startSync", self._start)  # a backfill cut short
 
     # --- configuration and status -----------------------------------------------------
     async def configure(self, raw: Any) -> dict[str, Any]:
@@ -88,7 +90,7 @@ class SyncClient:
         await self._stop_loop()
         self.config = config
         if config.enabled:
-            await self.sessions.writer.run("startSync", self.recorder.start)
+            await self.sessions.writer.run("startSync", self._start)
             if config.auto_sync:
                 self._task = asyncio.get_running_loop().create_task(self._loop())
         return await self.status()
@@ -142,7 +144,6 @@ class SyncClient:
             try:
                 if not self.online():
                     raise SyncStopped("offline")
-                await self._backfill()
                 await self._push(report)
                 await self._pull(report)
             except SyncStopped as stopped:
@@ -243,9 +244,10 @@ class SyncClient:
             if not page.get("hasMore"):
                 return
 
-    async def _backfill(self) -> None:
-        """Once, when sync is first turned on: operations for what was stored before."""
-        state = self.recorder.state or {}
+    async def _start(self) -> None:
+        """Recording on (for good), then, once, operations for what was stored before:
+        in the write queue, so no write falls between the two."""
+        state = await self.recorder.start()
         if state.get("backfilled"):
             return
         done = set(state.get("backfilledSessions") or [])
@@ -261,17 +263,15 @@ class SyncClient:
                     Change("create", meta.session_id, message["id"], _without(message, "id"))
                 )
             done.add(meta.session_id)
-            await self._write_bookkeeping(changes, {"backfilledSessions": sorted(done)})
-        await self._write_bookkeeping([], {"backfilled": True, "backfilledSessions": []})
+            await self._backfilled(changes, {"backfilledSessions": sorted(done)})
+        await self._backfilled([], {"backfilled": True, "backfilledSessions": []})
 
-    async def _write_bookkeeping(self, changes: list[Change], state: dict[str, Any]) -> None:
-        async def task() -> None:
-            book = self.recorder.bookkeeping(changes)
-            book.patches.append((layout.STATE, state))
-            await self.sessions.writer.write(bookkeeping=book)
-            await self.recorder.refresh()
-
-        await self.sessions.writer.run("backfillSync", task)
+    async def _backfilled(self, changes: list[Change], state: dict[str, Any]) -> None:
+        """One backfill write: the operations and how far the backfill got."""
+        book = self.recorder.bookkeeping(changes)
+        book.patches.append((layout.STATE, state))
+        await self.sessions.writer.write(bookkeeping=book)
+        await self.recorder.refresh()
 
     def _redacted(self, text: str) -> str:
         return redacted(text, self.config.api_key, ERROR_CHARS)
