@@ -219,7 +219,11 @@ async def issue_keys(database_url: str, users: int, devices: int) -> list[Device
 
 def start_servers(database_url: str, count: int, logs: Path) -> list[tuple[str, Any]]:
     """`count` uvicorn processes on loopback over one database, as the README runs them."""
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT / "py")]), "SYNC_DB": database_url}
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "server"), str(ROOT / "py")]),
+        "SYNC_DB": database_url,
+    }
     started = []
     for number in range(count):
         port = free_loopback_port()
