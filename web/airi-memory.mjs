@@ -57,6 +57,12 @@ export function openMemorySystem(options = {}) {
     type: "module",
     name: "airi-memory",
   });
+  // The sync runner waits while offline; a worker's own online/offline events miss some
+  // ways a browser goes offline (DevTools' emulation), so the page tells it too.
+  const tellNetwork = () => worker.postMessage({ network: { online: navigator.onLine } });
+  tellNetwork();
+  globalThis.addEventListener?.("online", tellNetwork);
+  globalThis.addEventListener?.("offline", tellNetwork);
   const events = new EventTarget();
   if (onProgress) events.addEventListener("boot-progress", (event) => onProgress(event.detail));
   const rpc = connect(worker, events, appFunctions);
@@ -124,6 +130,8 @@ export function openMemorySystem(options = {}) {
           await Promise.race([rpc.send({ kind: "close" }), waited]);
         } finally {
           clearTimeout(timer);
+          globalThis.removeEventListener?.("online", tellNetwork);
+          globalThis.removeEventListener?.("offline", tellNetwork);
           rpc.close();
           worker.terminate();
         }

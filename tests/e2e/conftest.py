@@ -103,20 +103,39 @@ class RecordedPage:
         )
 
 
+class Profiles:
+    """Browser profiles (contexts: each its own IndexedDB, cookies, workers), as separate
+    devices are; every request of every one recorded in ``requests``."""
+
+    def __init__(self, browser, base_url: str) -> None:
+        self.browser, self.base_url = browser, base_url
+        self.contexts: list = []
+        self.requests: list[str] = []
+
+    def open(self) -> RecordedPage:
+        context = self.browser.new_context()
+        context.on("request", lambda request: self.requests.append(request.url))
+        # Outside requests are recorded above and stopped here, before they leave the machine.
+        context.route(lambda url: not _is_local(url), lambda route: route.abort())
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        self.contexts.append(context)
+        return RecordedPage(page, self.base_url, self.requests)
+
+
 @pytest.fixture
-def web(browser, base_url):
-    context = browser.new_context()
-    requests: list[str] = []
-    context.on("request", lambda request: requests.append(request.url))
-    # Outside requests are recorded above and stopped here, before they leave the machine.
-    context.route(lambda url: not _is_local(url), lambda route: route.abort())
-    page = context.new_page()
-    page.set_default_timeout(60_000)
-    recorded = RecordedPage(page, base_url, requests)
-    yield recorded
-    context.close()
-    outside = [url for url in requests if not _is_local(url)]
+def profiles(browser, base_url):
+    made = Profiles(browser, base_url)
+    yield made
+    for context in made.contexts:
+        context.close()
+    outside = [url for url in made.requests if not _is_local(url)]
     assert not outside, f"the page requested addresses outside 127.0.0.1: {outside}"
+
+
+@pytest.fixture
+def web(profiles):
+    return profiles.open()
 
 
 def _is_local(url: str) -> bool:

@@ -68,6 +68,29 @@ async def test_writes_on_one_device_appear_on_the_other(open_device, user_key, s
     assert len(await sync_server.pull_all({"Authorization": f"Bearer {user_key}"})) == 7
 
 
+async def test_an_import_arrives_in_its_order_across_pull_pages(open_device, user_key):
+    """Operations of one write leave in the order they were made (their ids sort so), and
+    a message pulled is numbered after those pulled before it, page after page."""
+    phone = await open_device(user_key)
+    sessions = [
+        {
+            "meta": {"sessionId": f"s{s}", "title": f"S{s}", "createdAt": 1764547200000},
+            "messages": [
+                {"id": f"m{s}-{i}", "role": "user", "content": f"turn {i}", "createdAt": 1764547200000 + i}
+                for i in range(250)
+            ],
+        }
+        for s in range(3)
+    ]  # fmt: skip
+    file = {"version": "1.0.0", "exportedAt": 1764547200000, "sessions": sessions}
+    await call(phone, "importSessions", file, {"keepIds": True})
+    assert (await run(phone))["pushed"] == 753
+    laptop = await open_device(user_key)
+    assert (await run(laptop))["pulled"] == 753  # two pages of 500
+    for sid, seen in (await state(laptop)).items():
+        assert [m["content"] for m in seen["messages"]] == [f"turn {i}" for i in range(250)], sid
+
+
 async def test_history_from_before_sync_is_backfilled(open_device, user_key):
     store = InMemory()
     phone = await open_device(user_key, store, enabled=False)

@@ -1,13 +1,17 @@
 // Everything the Python ports reach in the browser, gathered in one object: IndexedDB
 // stores (storage port), a DuckDB-WASM connection (SQL port), gpt-tokenizer (token
-// port), fetch (HTTP port) and the local embedding model (embedding port, in a worker of
-// its own). The worker hands it to Python at boot; tests inside pytest-pyodide import it
-// the same way. `onEvent` receives progress the page may want to show; `timeouts` (the
-// options' own, validated again by Python) bound the waits on DuckDB and on the model.
+// port), fetch (HTTP port), the network's state and Web Locks (the sync runner) and the
+// local embedding model (embedding port, in a worker of its own). The worker hands it to
+// Python at boot; tests inside pytest-pyodide import it the same way. `onEvent` receives
+// progress the page may want to show; `timeouts` (the options' own, validated again by
+// Python) bound the waits on DuckDB and on the model.
 import { openDuckDb } from "./duckdb-engine.mjs";
 import { createLocalEmbedder } from "./embeddings.mjs";
 import { request } from "./http.mjs";
 import { failNextCommits, openStore } from "./idb-store.mjs";
+import { network } from "./network.mjs";
+
+export { setOnline } from "./network.mjs"; // the worker passes on what the page says
 import { createTokenCounter } from "./tokens.mjs";
 
 export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeouts = {} }) {
@@ -17,6 +21,7 @@ export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeou
     sql,
     tokens: createTokenCounter(runtimeUrl),
     http: { request },
+    network,
     embedder: createLocalEmbedder(runtimeUrl, (detail) => onEvent("embedding-progress", detail), {
       loadTimeoutMs: positive(timeouts.embeddingLoadMs),
     }),

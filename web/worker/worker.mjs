@@ -1,7 +1,7 @@
 // The worker that hosts Pyodide, so the page never freezes. It boots Python with our
 // wheel, creates the browser host (IndexedDB + DuckDB-WASM) in parallel, then forwards
 // each facade call to the Python core and posts back plain JS values.
-import { createBrowserHost } from "./host.mjs";
+import { createBrowserHost, setOnline } from "./host.mjs";
 
 const runtimeUrl = new URL("./", import.meta.url).href;
 // Events for the page (progress of the embedding model and of background indexing).
@@ -186,6 +186,7 @@ async function runTestHook({ action, target, ms, name, count }) {
 
 self.onmessage = async ({ data }) => {
   if (data.appReply) return settleAppCall(data);
+  if (data.network) return setOnline(data.network.online);
   const { id, kind, method, args, options } = data;
   try {
     if (kind === "boot") {

@@ -18,6 +18,7 @@ from .embedder import LocalEmbedder
 from .ffi import to_javascript, to_python
 from .http import FetchTransport
 from .indexeddb import IndexedDbDriver
+from .network import BrowserNetwork
 from .sql import WasmDuckDb
 from .tokenizer import GptTokenizer
 
@@ -66,12 +67,15 @@ async def open_browser_system(
     storage.mount(LOCAL_MOUNT, database.view(LOCAL_BASE))
     storage.mount(OUTBOX_MOUNT, database.view(OUTBOX_BASE))
     local = (lambda config: LocalEmbedder(config, host.embedder)) if local_model else None
+    network = BrowserNetwork(host.network)
     ports = HostPorts(
         tokens=GptTokenizer(host.tokens),
         http=FetchTransport(host.http),
         call_app=_app_caller(call_app) if call_app is not None else None,
         local_embedder=local,
         emit=(lambda event, detail: emit(event, json.dumps(detail))) if emit else None,
+        exclusive=network.exclusive,
+        online=network.online,
     )
     sql = WasmDuckDb(host.sql)
     return await MemorySystem.open(

@@ -35,6 +35,7 @@ BACKFILL_MESSAGES = 2000  # messages per backfill write
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 300.0
 WAKE_DEBOUNCE_S = 1.0
+OFFLINE_POLL_S = 2.0
 Emit = Callable[[str, dict[str, Any]], None]
 Exclusive = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 
@@ -141,9 +142,11 @@ class SyncClient:
             now = self.sessions.clock
             self.last_attempt_at = now()
             started = now()
+            if not self.online():  # not a failure: nothing counts, no backoff grows
+                report.update(pending=(await self.outbox.count())["pending"], durationMs=0)
+                report["error"] = self.last_error = "offline: the browser has no network"
+                return report
             try:
-                if not self.online():
-                    raise SyncStopped("offline")
                 await self._push(report)
                 await self._pull(report)
             except SyncStopped as stopped:
@@ -283,12 +286,17 @@ class SyncClient:
     # --- the automatic runner -----------------------------------------------------------
     async def _loop(self) -> None:
         while True:
-            with contextlib.suppress(Exception):  # reported in status; the next run tries again
-                await self.process_sync_queue()
+            if self.online():
+                with contextlib.suppress(Exception):  # in status; the next run tries again
+                    await self.process_sync_queue()
             await self._pause()
 
     async def _pause(self) -> None:
-        """The interval, or a backoff after failures, cut short by a local write."""
+        """The interval, or a backoff after failures, cut short by a local write; while
+        offline, a short look until the network is back."""
+        if not self.online():
+            await self.sleep(OFFLINE_POLL_S)
+            return
         if self.failures:
             wait = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2 ** (self.failures - 1))
             await self.sleep(wait * random.uniform(0.5, 1.0))

@@ -7,9 +7,9 @@
     local:memory:sync:gone-sessions:<id>        a deleted session's tombstone
     local:memory:sync:gone-messages:<sid>:<mid> a deleted message's tombstone
 
-An operation's id is its clock stamp and its place in the write (``<stamp>.<n>``): unique
-(the stamp names this tab), and IndexedDB's key order is the order the operations were
-made in, so the outbox reads oldest first. Dead letters are kept in the outbox mount,
+An operation's id is its clock stamp and its place in its write (``<stamp>.0000012``):
+unique (the stamp names this tab), and IndexedDB's key order is the order the operations
+were made in, so the outbox reads oldest first. Dead letters are kept in the outbox mount,
 in IndexedDB (the seed's ``failed:<id>`` would land in the memory root and vanish on a
 reload). Stamps and tombstones live beside the session store in ``local:memory``, so
 they commit with the writes they describe.

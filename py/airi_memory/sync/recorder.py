@@ -17,6 +17,8 @@ from ..storage import Storage
 from ..storage.driver import Guard
 from . import hlc, layout
 
+INDEX_DIGITS = 7  # an operation's place in its write, padded: key order is creation order
+
 
 def operation(change: Change, op_id: str, stamp: str, now: int) -> dict[str, Any]:
     """The wire ``SyncOperation`` of one change (docs/sync-protocol.md)."""
@@ -114,7 +116,7 @@ class OutboxRecorder:
         if changes:
             stamp, now = self.stamp(), self.now()
             for index, change in enumerate(changes):
-                op = operation(change, f"{stamp}.{index}", stamp, now)
+                op = operation(change, f"{stamp}.{index:0{INDEX_DIGITS}d}", stamp, now)
                 book.sets.append((layout.op_key(op["id"]), op))
                 stamp_change(book, change, stamp)
             book.patches.append((layout.STATE, {"lastHlc": stamp}))
