@@ -49,9 +49,11 @@ sync-user: $(STAMP_VENV)
 	@test -n "$(NAME)" || { echo "usage: make sync-user NAME=alice" >&2; exit 2; }
 	@$(SYNC_SERVER) create-user "$(NAME)"
 
+# The demo page, and beside it the sync server on SYNC_PORT (SQLite at SYNC_DB) with a key
+# for user `demo` that the page offers to use: sync works out of the box once turned on.
 demo: dist
 	@echo "airi-memory demo: http://127.0.0.1:$(PORT)/"
-	$(PY) build/serve.py --port $(PORT)
+	$(PY) build/serve.py --port $(PORT) --sync-port $(SYNC_PORT) --sync-db "$(SYNC_DB)"
 
 test: browser postgres lint dist
 	$(PY) -m pytest

@@ -296,3 +296,44 @@ def test_auto_sync_brings_a_write_across_without_a_call(profiles, sync_server):
                          return s.running && s.pending === 0 && s.lastError === null; }""",
         polling=200,
     )
+
+
+def open_demo_with_sync(device: Any, endpoint: str, api_key: str) -> None:
+    """The demo's sync panel filled in by hand and applied, automatic sync off."""
+    device.page.wait_for_selector("#sync-status:not(:empty)")
+    device.page.fill("#sync-endpoint", endpoint)
+    device.page.fill("#sync-key", api_key)
+    device.page.uncheck("#sync-auto")
+    device.page.click("#sync-apply")
+    device.page.wait_for_selector("#sync-output:has-text('Sync is on.')")
+
+
+def test_the_demo_page_syncs_from_its_panel(profiles, sync_server):
+    key = sync_server.create_user("demo")
+    phone = profiles.open()
+    phone.open_demo("Synced chat")
+    phone.send_in_demo("hello from the demo")
+    open_demo_with_sync(phone, sync_server.url, key)
+    phone.page.click("#sync-now")
+    phone.page.wait_for_selector("#sync-status[data-pending='0']")
+    contents = [op.get("data", {}).get("content") for op in sync_server.operations(key)]
+    assert "hello from the demo" in contents
+    # An operation the server refuses shows as a dead letter, which the page discards.
+    phone.page.fill("#kv-key", "outbox:0-bad")
+    phone.page.fill("#kv-value", '{"id": "0-bad", "type": "explode"}')
+    phone.page.click("#kv-write")
+    phone.page.click("#sync-now")
+    phone.page.wait_for_selector("#dead-letters li[data-id='0-bad']")
+    assert phone.page.get_attribute("#sync-status", "data-failed") == "1"
+    phone.page.click("#dead-letters li[data-id='0-bad'] .discard-letter")
+    phone.page.wait_for_selector("#sync-status[data-failed='0']")
+
+    laptop = profiles.open()
+    laptop.page.goto(f"{laptop.base_url}/demo/")
+    laptop.page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
+    open_demo_with_sync(laptop, sync_server.url, key)
+    laptop.page.click("#sync-now")
+    laptop.page.wait_for_selector("#sync-output:has-text('pulled')")
+    assert laptop.evaluate(
+        """async () => (await memory.sessions.getAllSessions()).map((s) => s.title)"""
+    ) == ["Synced chat"]

@@ -1,9 +1,10 @@
 // The demo page: shows that the system is up, lets a person write and read a key, chat
-// in sessions, and see the prompt that would be sent.
+// in sessions, see the prompt that would be sent, and sync with a server.
 import { createMemorySystem } from "../airi-memory.mjs";
 import { mountPromptPanel } from "./prompt-panel.mjs";
 import { mountSearchPanel } from "./search-panel.mjs";
 import { mountSessionsPanel } from "./sessions-panel.mjs";
+import { mountSyncPanel } from "./sync-panel.mjs";
 
 const $ = (id) => document.getElementById(id);
 const status = $("status");
@@ -98,6 +99,7 @@ async function main() {
   await mountSessionsPanel(memory);
   await mountPromptPanel(memory);
   await mountSearchPanel(memory);
+  await mountSyncPanel(memory);
 }
 
 main().catch((error) => {

@@ -32,6 +32,7 @@ class _Batch:
     created: set[str] = field(default_factory=set)  # sessions new to this store
     messages: dict[tuple[str, str], dict[str, Any] | None] = field(default_factory=dict)
     records: dict[tuple[str, str], str | None] = field(default_factory=dict)  # None: new
+    stored: dict[str, dict[str, Any]] = field(default_factory=dict)  # bodies as found, by key
     skipped: list[str] = field(default_factory=list)  # why a change could not apply
 
 
@@ -63,6 +64,8 @@ class RemoteWrites:
         if sid not in batch.sessions:
             meta = self.view.metas.get(sid)
             batch.sessions[sid] = None if meta is None else meta.to_wire()
+            if meta is not None:
+                batch.stored[records.session_key(sid)] = meta.to_wire()
         session = batch.sessions[sid]
         if mid is None:
             if change.type == "delete":
@@ -78,6 +81,8 @@ class RemoteWrites:
             found = await self.mirror.message(sid, mid)
             batch.records[where] = None if found is None else found[0]
             batch.messages[where] = None if found is None else found[1]
+            if found is not None:
+                batch.stored[records.message_key(sid, found[0])] = found[1]
         body = batch.messages[where]
         if change.type == "delete":
             batch.messages[where] = None
@@ -88,7 +93,10 @@ class RemoteWrites:
         batch.messages[where] = {**(body or {"id": mid}), **(change.data or {})}
 
     async def _write(self, batch: _Batch, book: Bookkeeping) -> None:
+        """New records whole; records already here as merge patches of the fields that
+        changed, so another tab's edit of another field in the meantime is kept."""
         sets: list[tuple[str, Any]] = []
+        patches: list[tuple[str, Any]] = []
         removes: list[str] = []
         prefixes: list[str] = []
         new: dict[str, int] = {}
@@ -101,7 +109,9 @@ class RemoteWrites:
                     prefixes.append(records.messages_prefix(sid))
                 continue
             meta = self._valid(ChatSessionMeta, body, batch, f"session {sid!r}")
-            if meta is not None and (existed or sid in batch.created):
+            if meta is not None and existed:
+                _patch_or_not(patches, key, batch.stored[key], meta.to_wire())
+            elif meta is not None and sid in batch.created:
                 sets.append((key, meta.to_wire()))
         for (sid, mid), body in batch.messages.items():
             record = batch.records[(sid, mid)]
@@ -114,18 +124,22 @@ class RemoteWrites:
             item = self._valid(ChatHistoryItem, body, batch, f"message {mid!r}")
             if item is None:
                 continue
-            if record is None:
-                [record] = self.writer.sequences.names(sid, new.get(sid, 0) + 1)[-1:]
-                new[sid] = new.get(sid, 0) + 1
+            if record is not None:
+                key = records.message_key(sid, record)
+                _patch_or_not(patches, key, batch.stored[key], item.to_wire())
+                continue
+            [record] = self.writer.sequences.names(sid, new.get(sid, 0) + 1)[-1:]
+            new[sid] = new.get(sid, 0) + 1
             sets.append((records.message_key(sid, record), item.to_wire()))
         number = await self.writer.write(
-            sets=sets, removes=removes, prefixes=prefixes, bookkeeping=book
+            sets=sets, removes=removes, prefixes=prefixes, patches=patches, bookkeeping=book
         )
 
         async def apply() -> None:
             for sid, count in new.items():
                 self.writer.sequences.took(sid, count)
-            await self.catch_up.replay([key for key, _ in sets] + removes, prefixes)
+            written = [key for key, _ in sets + patches] + removes
+            await self.catch_up.replay(written, prefixes)
 
         await self.writer.settle(number, apply)
 
@@ -138,3 +152,12 @@ class RemoteWrites:
         except InvalidValueError as error:
             batch.skipped.append(str(error))
             return None
+
+
+def _patch_or_not(
+    patches: list[tuple[str, Any]], key: str, stored: dict[str, Any], merged: dict[str, Any]
+) -> None:
+    """A merge patch of the fields that differ from the stored record, if any do."""
+    changed = {name: value for name, value in merged.items() if stored.get(name) != value}
+    if changed:
+        patches.append((key, changed))

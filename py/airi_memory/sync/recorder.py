@@ -12,6 +12,7 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
+from ..errors import WriteConflictError
 from ..sessions.changes import Bookkeeping, Change
 from ..storage import Storage
 from ..storage.driver import Guard
@@ -95,7 +96,10 @@ class OutboxRecorder:
         await self.refresh()
         if self.state is None:
             state = {"recording": True, "device": secrets.token_urlsafe(9), "cursor": 0}
-            await self.storage.write_batch([(layout.STATE, state)])
+            # Another tab turning it on at the same moment keeps its device id.
+            with contextlib.suppress(WriteConflictError):
+                absent = Guard(layout.STATE, "recording", None)
+                await self.storage.write_batch([(layout.STATE, state)], guards=[absent])
             await self.refresh()
         assert self.state is not None
         return self.state
