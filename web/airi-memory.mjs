@@ -59,7 +59,7 @@ export function openMemorySystem(options = {}) {
   });
   // The sync runner waits while offline; a worker's own online/offline events miss some
   // ways a browser goes offline (DevTools' emulation), so the page tells it too.
-  const tellNetwork = () => worker.postMessage({ network: { online: navigator.onLine } });
+  const tellNetwork = () => worker.postMessage({ network: { online: globalThis.navigator?.onLine ?? true } });
   tellNetwork();
   globalThis.addEventListener?.("online", tellNetwork);
   globalThis.addEventListener?.("offline", tellNetwork);

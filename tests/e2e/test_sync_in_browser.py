@@ -79,6 +79,15 @@ def test_writes_on_one_device_appear_on_the_other(profiles, sync_server):
     )
     assert written["status"]["pending"] == 5 and written["status"]["apiKey"] == "set"
     assert key not in str(written["status"])
+    # The real unstorage, mounted as the seed mounts it, reads the same operations.
+    seen = phone.evaluate(
+        """async (key) => {
+            const { createSeedStorage } = await import('/__e2e__/unstorage.mjs');
+            return await createSeedStorage().getItem(key);
+        }""",
+        written["keys"][1],
+    )
+    assert seen == op
 
     assert sync_now(phone)["pushed"] == 5
     assert sync_now(laptop)["pulled"] == 5

@@ -1,7 +1,9 @@
 // A stand-in for the browser's Worker, so node can open the real facade
-// (dist/airi-memory.mjs) without Pyodide: it records what the facade posts, and the
-// test answers boot and calls by hand. Used by tests/unit/test_facade.py.
+// (dist/airi-memory.mjs) without Pyodide: it records what the facade posts (requests in
+// `posted`, the page's network state in `network`), and the test answers boot and calls
+// by hand. Used by tests/unit/test_facade.py.
 export const posted = [];
+export const network = [];
 let current = null;
 
 globalThis.Worker = class FakeWorker {
@@ -11,7 +13,7 @@ globalThis.Worker = class FakeWorker {
     current = this;
   }
   postMessage(message) {
-    posted.push(message);
+    (message.network ? network : posted).push(message);
   }
   terminate() {
     this.terminated = true;

@@ -125,6 +125,7 @@ const early = [memory.ping(), memory.sessions.getSession("s1")];
 const readyBefore = memory.ready;
 await tick();
 const postedBeforeBoot = fake.posted.map((m) => m.kind);
+const networkBeforeBoot = fake.network.map((m) => m.network);
 fake.event("boot-progress", { phase: "start", fraction: 0, elapsedMs: 0 });
 fake.event("boot-progress", { phase: "python", fraction: 1, elapsedMs: 9 });
 fake.reply("boot", fake.BOOT_INFO);
@@ -135,6 +136,7 @@ fake.reply("call", "pong", { method: "ping" });
 fake.reply("call", { sessionId: "s1" }, { method: "sessions.getSession" });
 console.log(JSON.stringify({
   readyBefore: readyBefore ?? null, postedBeforeBoot, postedAfterBoot, fractions,
+  networkBeforeBoot,
   answers: await Promise.all(early), same: ready === memory, readyMs: typeof memory.ready,
   userId: memory.userId, active: memory.sessions.activeSessionId,
   pyodide: memory.versions.pyodide,
@@ -144,6 +146,7 @@ console.log(JSON.stringify({
     assert seen == {
         "readyBefore": None,
         "postedBeforeBoot": ["boot"],
+        "networkBeforeBoot": [{"online": True}],  # the page tells the worker at once
         "postedAfterBoot": ["ping", "sessions.getSession"],
         "fractions": [0, 1],
         "answers": ["pong", {"sessionId": "s1"}],
