@@ -37,6 +37,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "server"))
+sys.path.insert(0, str(ROOT / "py"))  # the clock module the server shares with the core
 from airi_memory_server import migrate  # noqa: E402
 from airi_memory_server.db import create_engine  # noqa: E402
 from airi_memory_server.store import SqlSyncStore  # noqa: E402

@@ -13,6 +13,7 @@ import functools
 import http.server
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -106,6 +107,8 @@ def main() -> None:
     parser.add_argument("--sync-port", type=int, default=0, help="also run the sync server")
     parser.add_argument("--sync-db", default=str(ROOT / "build" / "sync.sqlite3"))
     args = parser.parse_args()
+    # SIGTERM ends us through `finally` too, so the sync server never outlives the page's.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     sync = start_sync_server(args.sync_port, args.sync_db) if args.sync_port else None
     handler = functools.partial(DemoHandler, directory=str(args.directory))
     try:
@@ -115,6 +118,7 @@ def main() -> None:
     finally:
         if sync is not None:
             sync.terminate()
+            sync.wait(timeout=10)
 
 
 if __name__ == "__main__":
