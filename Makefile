@@ -83,9 +83,10 @@ eval: browser dist
 	$(PY) bench/eval/run_eval.py
 
 # Style, then the import contract (layers; js/pyodide only in py/airi_memory/browser).
-# No cache: it once kept a verdict for a file edited back within the same second.
+# No caches: import-linter once kept a verdict for a file edited back within the same
+# second, and ruff keeps a file's import order verdict when a module it imports moves.
 lint: $(STAMP_VENV)
-	$(PY) -m ruff check . && $(PY) -m ruff format --check .
+	$(PY) -m ruff check --no-cache . && $(PY) -m ruff format --check --no-cache .
 	PYTHONPATH=py $(VENV)/bin/lint-imports --no-cache
 
 format: $(STAMP_VENV)

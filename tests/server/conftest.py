@@ -5,9 +5,9 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from sync_harness import EmptyDatabases, Server, migrate_database, start_server
 
 from postgres_cluster import PostgresCluster
+from sync_harness import EmptyDatabases, Server, migrate_database, start_server
 
 ENGINES = ["sqlite", "postgresql"]
 

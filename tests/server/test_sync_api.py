@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from operations import message_op, session_op, stamp
-from sync_harness import Server
 
 from airi_memory_server.merge import merge
+from sync_harness import Server
 
 EXAMPLES = json.loads(
     (Path(__file__).parents[2] / "docs" / "sync-conflict-examples.json").read_text()

@@ -1,6 +1,7 @@
 """Fault suite: a page writing without pause is reloaded, closed, or its whole browser is
 killed (SIGKILL) at random moments; every acknowledged write must be there afterwards,
-in order, exactly once (see writer.Model for every rule).
+in order, exactly once (see writer.Model for every rule). Sync records from the start
+(never sending): the outbox must always describe exactly what is stored.
 
 ``make test`` runs a few rounds of each; ``make soak`` (AIRI_SOAK=1) runs 100.
 """
@@ -14,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from writer import READ_BACK, WRITER, Model, pause
+from writer import READ_BACK, WRITER, Model, check_outbox, pause
 
 from browser_flags import CHROMIUM, CHROMIUM_FLAGS
 
@@ -22,7 +23,8 @@ SOAK = os.environ.get("AIRI_SOAK") == "1"
 REPORT = Path(__file__).resolve().parents[3] / "build" / "out" / "faults-report.jsonl"
 BOOT = """async () => {
   const { createMemorySystem } = await import('/airi-memory.mjs');
-  window.memory = await createMemorySystem({ userId: 'faults', retention: { enabled: false } });
+  window.memory = await createMemorySystem({ userId: 'faults', retention: { enabled: false },
+    sync: { enabled: true, endpoint: 'http://127.0.0.1:9', apiKey: 'never-sent', autoSync: false } });
 }"""
 NEW_SESSIONS = """async () => {
   const ids = [];
@@ -46,6 +48,7 @@ class Rounds:
         self.rng = random.Random(seed)
         self.model = Model()
         self.writing: list[str] = []
+        self.operations = 0  # in the outbox at the last check
 
     def bind(self, context) -> None:
         context.expose_binding("intend", lambda _source, text: self.model.intend(text))
@@ -58,7 +61,9 @@ class Rounds:
             self.writing = page.evaluate(NEW_SESSIONS)
 
     def check(self, page) -> list[dict]:
-        return self.model.check(page.evaluate(READ_BACK), set(self.writing))
+        stored = page.evaluate(READ_BACK)
+        self.operations = check_outbox(stored)
+        return self.model.check(stored, set(self.writing))
 
     def write(self, page, round_number: int) -> None:
         live = self.check(page)
@@ -89,6 +94,7 @@ def test_reloads_and_closes_mid_write_lose_nothing(web):
         rounds.open(page)
     rounds.check(page)
     assert rounds.model.acknowledged > rounds_wanted * 3  # the page did write each round
+    assert rounds.operations > rounds.model.acknowledged  # each write left its operations
     report("reloads", rounds=rounds_wanted, acknowledged=rounds.model.acknowledged, lost=0)
 
 
@@ -148,4 +154,5 @@ def test_the_whole_browser_killed_mid_write_loses_nothing(playwright, base_url):
             if chromium.process and chromium.process.poll() is None:
                 chromium.kill()
     assert rounds.model.acknowledged > kills_wanted * 3
+    assert rounds.operations > rounds.model.acknowledged  # each write left its operations
     report("kills", kills=kills_wanted, acknowledged=rounds.model.acknowledged, lost=0)

@@ -13,6 +13,8 @@ import json
 import random
 from dataclasses import dataclass, field
 
+from airi_memory_server.merge import merge
+
 # Runs in the page after ``memory`` is booted: writes until ``window.stopWriting``.
 WRITER = """async ({ seed, sessionIds, live, prefix }) => {
   let state = seed;
@@ -59,8 +61,33 @@ READ_BACK = """async () => {
   const exported = await memory.exportSessions();
   const listed = await memory.sessions.getAllSessions();
   const totals = (await memory.analytics()).totals;
-  return { sessions: exported.sessions, listed: listed.map((m) => m.sessionId), totals };
+  const outbox = (await memory.storage.getItems(await memory.storage.getKeys('outbox'))).map((item) => item.value);
+  return { sessions: exported.sessions, listed: listed.map((m) => m.sessionId), totals, outbox };
 }"""
+
+
+def check_outbox(stored: dict) -> int:
+    """With sync recording from the first write and nothing sent, the outbox holds one
+    operation per change ever made: merged by the protocol's reference merge, it must be
+    exactly what is stored (no write without its operation, no operation without its
+    write, whatever was cut short). Returns how many operations were checked."""
+    merged = merge(stored["outbox"])
+    sessions = {sid for sid, s in merged["sessions"].items() if not s["deleted"]}
+    assert sessions == {s["meta"]["sessionId"] for s in stored["sessions"]}, "sessions vs outbox"
+    for session in stored["sessions"]:
+        sid = session["meta"]["sessionId"]
+        fields = {k: v for k, v in session["meta"].items() if k != "sessionId"}
+        assert merged["sessions"][sid]["fields"] == fields, f"session {sid} vs its operations"
+        live = {
+            mid: entry["fields"]
+            for mid, entry in merged["messages"].get(sid, {}).items()
+            if not entry["deleted"]
+        }
+        stored_messages = {
+            m["id"]: {k: v for k, v in m.items() if k != "id"} for m in session["messages"]
+        }
+        assert live == stored_messages, f"messages of {sid} vs their operations"
+    return len(stored["outbox"])
 
 
 @dataclass
