@@ -54,6 +54,23 @@ async def case_bm25_matches_hand_computed_scores(open_system):
     assert nothing["results"] == []  # stop words only
 
 
+async def case_stop_words_are_nltks_and_names_and_numbers_stay(open_system):
+    system = await open_system(**QUIET)
+    await session_with(system, [
+        "We met where the river bends, because Maya insisted",
+        "Room 214 on Rua Augusta costs 1200 a month",
+    ])  # fmt: skip
+    search = system.searcher.search
+    for word in ("where", "because", "through", "yourself", "don't"):  # NLTK's, not ours before
+        assert (await search({"query": word, "strategy": "keyword"}))["results"] == [], word
+    assert contents(await search({"query": "where did Maya insist", "strategy": "keyword"})) == [
+        "We met where the river bends, because Maya insisted"
+    ]
+    for query in ("214", "Augusta", "1200"):
+        found = await search({"query": query, "strategy": "keyword"})
+        assert contents(found) == ["Room 214 on Rua Augusta costs 1200 a month"], query
+
+
 async def case_analysis_folds_accents_case_stems_and_cjk(open_system):
     system = await open_system(**QUIET)
     await session_with(system, [
@@ -293,6 +310,13 @@ async def case_semantic_search_indexes_in_the_background_and_persists(open_syste
     both = await search({"query": "purple frog", "strategy": "relevant"})
     assert contents(both)[0] == "purple frog"
     assert both["results"][0]["retrievers"] == ["keyword", "semantic"]
+    # Score fusion: each side min-max scaled within its candidates, then weighted.
+    system.searcher.config = system.searcher.config.model_copy(
+        update={"fusion": "scores", "keyword_weight": 1.0}
+    )
+    scored = await search({"query": "purple frog", "strategy": "relevant"})
+    assert contents(scored)[0] == "purple frog" and scored["results"][0]["score"] == 1.0
+    assert all(0 <= hit["score"] <= 1 for hit in scored["results"])
     # Stored: a restart loads the vectors back and embeds nothing again.
     restarted = await open_system(**QUIET)
     calls_after = await use_toy_embeddings(restarted)

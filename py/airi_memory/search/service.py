@@ -2,7 +2,8 @@
 semantic (vectors) and recency, fused; and the seed's substring ``searchMessages``.
 
 Strategies: ``keyword`` and ``semantic`` use one retriever; ``relevant`` fuses both
-(reciprocal-rank fusion by default, or normalised scores); ``hybrid`` (the seed's default)
+(reciprocal-rank fusion, or scores min-max scaled within each retriever's candidates and
+weighted); ``hybrid`` (the seed's default)
 weighs that relevance against recency with ``hybridWeights``; ``recent`` is the newest
 messages. Every score is in [0, 1] and ``threshold`` applies to it. Filters are applied
 in SQL before anything is ranked.
@@ -130,15 +131,17 @@ class Searcher:
         if strategy != "semantic":
             hits = await keyword.bm25(self.sql, query.query, where, pool)
             top = hits[0]["score"] if hits else 1.0
+            scaled = _min_max([hit["score"] for hit in hits])
             for rank, hit in enumerate(hits):
-                self._merge(found, hit, "keyword", rank, hit["score"] / top)
+                self._merge(found, hit, "keyword", rank, hit["score"] / top, scaled[rank])
         if strategy != "keyword" and self.semantic is not None:
             if query.vector is not None:
                 hits = await self.semantic.nearest_to(query.vector, where, pool)
             else:
                 hits = await self.semantic.nearest(query.query, where, pool)
+            scaled = _min_max([hit["score"] for hit in hits])
             for rank, hit in enumerate(hits):
-                self._merge(found, hit, "semantic", rank, max(hit["score"], 0.0))
+                self._merge(found, hit, "semantic", rank, max(hit["score"], 0.0), scaled[rank])
 
     def _scope(self, filters: SearchFilters) -> Scope:
         return scope(filters, self.sessions.user_id, self.sessions.has_other_users())
@@ -159,15 +162,19 @@ class Searcher:
         retriever: str,
         rank: int,
         normalised: float,
+        scaled: float = 1.0,
     ) -> None:
+        """One retriever's hit: its rank, its score as shown, and its score scaled to its
+        list's range (min-max, what score fusion adds up)."""
         key = (hit["sessionId"], hit["record"])
         entry = found.setdefault(
             key,
             {"sessionId": hit["sessionId"], "message": loads(hit["body"]), "ranks": {},
-             "scores": {}, "matchedTerms": []},
+             "scores": {}, "scaled": {}, "matchedTerms": []},
         )  # fmt: skip
         entry["ranks"][retriever] = rank
         entry["scores"][retriever] = round(normalised, 6)
+        entry["scaled"][retriever] = scaled
         if hit.get("matchedTerms"):
             entry["matchedTerms"] = hit["matchedTerms"]
 
@@ -191,7 +198,7 @@ class Searcher:
                     parts = {r: 1 / (RRF_K + rank + 1) for r, rank in hit["ranks"].items()}
                     best = sum(used.values()) / (RRF_K + 1)  # first in every list
                 else:
-                    parts, best = hit["scores"], sum(used.values())
+                    parts, best = hit["scaled"], sum(used.values())
                 relevance = sum(w * parts.get(r, 0.0) for r, w in used.items()) / (best or 1)
             hit["scores"]["relevance"] = round(relevance, 6)
             if strategy == "hybrid":
@@ -230,3 +237,13 @@ class Searcher:
         await self.sessions.flush()
         hits = await keyword.substring(self.sql, query, self._scope(filters), limit)
         return [{"sessionId": h["sessionId"], "message": loads(h["body"])} for h in hits]
+
+
+def _min_max(scores: list[float]) -> list[float]:
+    """Scores scaled to [0, 1] within their list (all 1 when they are all equal): BM25
+    and cosine live on different scales, and this puts each list's best at 1, its worst
+    candidate at 0."""
+    if not scores:
+        return []
+    low, high = min(scores), max(scores)
+    return [1.0 if high == low else (s - low) / (high - low) for s in scores]
