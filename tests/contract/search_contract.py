@@ -54,6 +54,24 @@ async def case_bm25_matches_hand_computed_scores(open_system):
     assert nothing["results"] == []  # stop words only
 
 
+async def case_filtered_keyword_search_uses_the_statistics_of_what_it_searches(open_system):
+    """Within one character's chats, "maya" is common and "biscuit" rare, though across
+    the store it is the other way round: the filtered ranking follows the chats searched."""
+    system = await open_system(**QUIET)
+    await session_with(system, ["maya maya walked", "biscuit jar", "maya phoned"],
+                       characterId="a")  # fmt: skip
+    await session_with(system, ["biscuit tin"] * 10, characterId="b")
+    search = system.searcher.search
+    within = await search({"query": "maya biscuit", "strategy": "keyword",
+                           "filters": {"characterIds": ["a"]}})  # fmt: skip
+    assert contents(within)[0] == "biscuit jar"
+    await system.sessions.mirror.flush()
+    where = scope(SearchFilters(characterIds=["a"]), "tester", False)
+    store_wide = await bm25(system.sql, "maya biscuit", where, 10, scoped_stats=False)
+    assert len(store_wide) == 3  # what the whole store's statistics would rank first:
+    assert "maya maya walked" in store_wide[0]["body"]
+
+
 async def case_stop_words_are_nltks_and_names_and_numbers_stay(open_system):
     system = await open_system(**QUIET)
     await session_with(system, [

@@ -19,32 +19,52 @@ K1 = 1.2
 B = 0.75
 PHRASE_BOOST = 1.5
 MAX_QUERY_TERMS = 32
+# One term's part of a message's score (Lucene's BM25), summed over the query's terms.
+_SCORE = f"""sum(q.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) * h.tf * {K1 + 1}
+    / (h.tf + {K1} * (1 - {B} + {B} * t.terms / stats.avgdl)))"""
 
 
-async def bm25(sql: SqlEngine, query: str, scope: Scope, limit: int) -> list[dict[str, Any]]:
-    """The top ``limit`` messages by BM25: ``{sessionId, record, score, matchedTerms, body}``."""
+async def bm25(
+    sql: SqlEngine, query: str, scope: Scope, limit: int, scoped_stats: bool = True
+) -> list[dict[str, Any]]:
+    """The top ``limit`` messages by BM25: ``{sessionId, record, score, matchedTerms, body}``.
+
+    With ``scoped_stats`` and a filter, N, the average length and each term's document
+    frequency are those of the messages searched, not of the whole store: a name that is
+    everywhere in one conversation is common there, however rare it is elsewhere."""
     counts = Counter(terms(query)[:MAX_QUERY_TERMS])
     if not counts:
         return []
     names = {term_id(term): term for term in counts}
     ids = ", ".join(str(i) for i in names)  # integers we made: safe to inline, and pushed down
     values = ", ".join(f"({term_id(term)}, {n})" for term, n in counts.items())
-    statement = f"""
-        WITH q(term, qtf) AS (VALUES {values}),
-        stats AS (SELECT count(*) AS n, greatest(avg(terms), 1) AS avgdl
-                  FROM search_text WHERE terms > 0),
-        hits AS (SELECT doc, term, tf FROM search_terms WHERE term IN ({ids})),
-        df AS (SELECT term, count(*) AS df FROM hits GROUP BY term)
-        SELECT h.doc,
-               sum(q.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5))
-                   * h.tf * {K1 + 1}
-                   / (h.tf + {K1} * (1 - {B} + {B} * t.terms / stats.avgdl))) AS score,
-               list(h.term) AS matched
-        FROM hits h JOIN q USING (term) JOIN df USING (term)
-        JOIN search_text t ON t.doc = h.doc JOIN chat_messages m ON m.doc = h.doc {scope.join},
-        stats
-        WHERE {scope.condition}
-        GROUP BY h.doc ORDER BY score DESC LIMIT ?"""
+    if scoped_stats and scope.condition != "TRUE":
+        docs = f"SELECT m.doc FROM chat_messages m {scope.join} WHERE {scope.condition}"
+        statement = f"""
+            WITH q(term, qtf) AS (VALUES {values}),
+            searched AS ({docs}),
+            stats AS (SELECT count(*) AS n, greatest(avg(t.terms), 1) AS avgdl
+                      FROM search_text t JOIN searched USING (doc) WHERE t.terms > 0),
+            hits AS (SELECT doc, term, tf FROM search_terms JOIN searched USING (doc)
+                     WHERE term IN ({ids})),
+            df AS (SELECT term, count(*) AS df FROM hits GROUP BY term)
+            SELECT h.doc, {_SCORE} AS score, list(h.term) AS matched
+            FROM hits h JOIN q USING (term) JOIN df USING (term)
+            JOIN search_text t ON t.doc = h.doc, stats
+            GROUP BY h.doc ORDER BY score DESC LIMIT ?"""
+    else:
+        statement = f"""
+            WITH q(term, qtf) AS (VALUES {values}),
+            stats AS (SELECT count(*) AS n, greatest(avg(terms), 1) AS avgdl
+                      FROM search_text WHERE terms > 0),
+            hits AS (SELECT doc, term, tf FROM search_terms WHERE term IN ({ids})),
+            df AS (SELECT term, count(*) AS df FROM hits GROUP BY term)
+            SELECT h.doc, {_SCORE} AS score, list(h.term) AS matched
+            FROM hits h JOIN q USING (term) JOIN df USING (term)
+            JOIN search_text t ON t.doc = h.doc JOIN chat_messages m ON m.doc = h.doc
+            {scope.join}, stats
+            WHERE {scope.condition}
+            GROUP BY h.doc ORDER BY score DESC LIMIT ?"""
     phrase = fold(query).strip()
     boost_phrase = len(counts) > 1 and bool(phrase)
     pool = limit * 3 if boost_phrase else limit
