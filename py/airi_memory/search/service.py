@@ -9,6 +9,7 @@ messages. Every score is in [0, 1] and ``threshold`` applies to it. Filters are 
 in SQL before anything is ranked.
 """
 
+import asyncio
 import math
 import time
 from typing import Any, Literal, Protocol
@@ -132,20 +133,28 @@ class Searcher:
     ) -> None:
         pool = want * (1 if strategy in ("keyword", "semantic") else CANDIDATES)
         where = self._scope(query.filters)
-        if strategy != "semantic":
-            hits = await keyword.bm25(self.sql, query.query, where, pool)
-            top = hits[0]["score"] if hits else 1.0
-            scaled = _min_max([hit["score"] for hit in hits])
-            for rank, hit in enumerate(hits):
-                self._merge(found, hit, "keyword", rank, hit["score"] / top, scaled[rank])
-        if strategy != "keyword" and self.semantic is not None:
+
+        async def by_keyword() -> list[dict[str, Any]]:
+            if strategy == "semantic":
+                return []
+            return await keyword.bm25(self.sql, query.query, where, pool)
+
+        async def by_meaning() -> list[dict[str, Any]]:
+            if strategy == "keyword" or self.semantic is None:
+                return []
             if query.vector is not None:
-                hits = await self.semantic.nearest_to(query.vector, where, pool)
-            else:
-                hits = await self.semantic.nearest(query.query, where, pool)
-            scaled = _min_max([hit["score"] for hit in hits])
-            for rank, hit in enumerate(hits):
-                self._merge(found, hit, "semantic", rank, max(hit["score"], 0.0), scaled[rank])
+                return await self.semantic.nearest_to(query.vector, where, pool)
+            return await self.semantic.nearest(query.query, where, pool)
+
+        # At once: the query's embedding (the model's worker) overlaps BM25 (DuckDB's).
+        keyword_hits, semantic_hits = await asyncio.gather(by_keyword(), by_meaning())
+        top = keyword_hits[0]["score"] if keyword_hits else 1.0
+        scaled = _min_max([hit["score"] for hit in keyword_hits])
+        for rank, hit in enumerate(keyword_hits):
+            self._merge(found, hit, "keyword", rank, hit["score"] / top, scaled[rank])
+        scaled = _min_max([hit["score"] for hit in semantic_hits])
+        for rank, hit in enumerate(semantic_hits):
+            self._merge(found, hit, "semantic", rank, max(hit["score"], 0.0), scaled[rank])
 
     def _scope(self, filters: SearchFilters) -> Scope:
         return scope(filters, self.sessions.user_id, self.sessions.has_other_users())
