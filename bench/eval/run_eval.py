@@ -91,7 +91,7 @@ def evaluate(browser: Any, base: str, name: str) -> dict[str, Any]:
     kinds = ["all", *sorted({q["kind"] for q in questions})]
     runs = [("rrf", 1.0, ["keyword", "semantic", "relevant", "recent"])]
     runs += [(fusion, w, ["relevant"]) for fusion in ("rrf", "scores") for w in WEIGHTS]
-    runs += [("rrf", 0.3, ["hybrid"])]
+    runs += [("scores", 1.0, ["hybrid"])]  # the defaults
     quality: dict[str, dict] = {}
     speed: dict[str, dict] = {}
     for n, (fusion, weight, strategies) in enumerate(runs):
