@@ -12,7 +12,7 @@ from typing import Any
 
 from ..sql import SqlEngine
 from .filters import Scope
-from .messages import by_doc, hit
+from .messages import hit, with_messages
 from .text import fold, term_id, terms
 
 K1 = 1.2
@@ -68,16 +68,16 @@ async def bm25(
     phrase = fold(query).strip()
     boost_phrase = len(counts) > 1 and bool(phrase)
     pool = limit * 3 if boost_phrase else limit
-    ranked = (await sql.query(statement, [*scope.params, pool])).tuples()
-    found = await by_doc(sql, [doc for doc, _, _ in ranked])
+    ranked = (await sql.query(with_messages(statement), [*scope.params, pool])).tuples()
     hits = [
         hit(
-            found[doc],
-            score * (PHRASE_BOOST if boost_phrase and phrase in found[doc][2] else 1),
+            session_id,
+            record,
+            body,
+            score * (PHRASE_BOOST if boost_phrase and phrase in folded else 1),
             matchedTerms=sorted(names[t] for t in matched),
         )
-        for doc, score, matched in ranked
-        if doc in found
+        for _, score, matched, session_id, record, folded, body in ranked
     ]
     hits.sort(key=lambda h: -h["score"])
     return hits[:limit]

@@ -1,28 +1,25 @@
-"""The messages a ranking picked, fetched by ``doc`` in one statement.
+"""The messages a ranking picked, joined onto it in the same statement.
 
-Ranking works on integers only; the text and JSON of the few winners are read after.
+Ranking works on integers only; the text and JSON of the few winners are joined on
+after its LIMIT, inside one statement: in the browser every statement is a round trip
+to DuckDB's worker (several milliseconds), which cost as much as the ranking itself.
 ``doc`` grows with insertion order, so DuckDB's zone maps skip almost every block.
 """
 
 from typing import Any
 
-from ..sql import SqlEngine
 
-
-async def by_doc(sql: SqlEngine, docs: list[int]) -> dict[int, tuple[str, str, str, str]]:
-    """``{doc: (session id, record, folded text, body)}`` of the given docs."""
-    if not docs:
-        return {}
-    listed = ", ".join(str(int(doc)) for doc in docs)  # integers: safe inline, pushed down
-    result = await sql.query(
-        "SELECT m.doc, m.session_id, m.record, t.folded, m.body FROM chat_messages m "
-        f"JOIN search_text t ON t.doc = m.doc WHERE m.doc IN ({listed})"
+def with_messages(ranking: str) -> str:
+    """``ranking`` (rows of ``doc``, ``score`` and any other columns, limited) with each
+    row's session id, record name, folded text and body after its own columns, best
+    first."""
+    return (
+        f"WITH ranked AS ({ranking}) "
+        "SELECT r.*, m.session_id, m.record, t.folded, m.body FROM ranked r "
+        "JOIN chat_messages m ON m.doc = r.doc JOIN search_text t ON t.doc = r.doc "
+        "ORDER BY r.score DESC, r.doc"
     )
-    return {
-        int(doc): (sid, record, folded, body) for doc, sid, record, folded, body in result.tuples()
-    }
 
 
-def hit(found: tuple[str, str, str, str], score: float, **extra: Any) -> dict[str, Any]:
-    session_id, record, _, body = found
+def hit(session_id: str, record: str, body: str, score: float, **extra: Any) -> dict[str, Any]:
     return {"sessionId": session_id, "record": record, "score": score, "body": body, **extra}

@@ -34,7 +34,7 @@ from ..storage.driver import native_bytes
 from ..storage.values import loads
 from .embeddings import Embedder
 from .filters import Scope
-from .messages import by_doc, hit
+from .messages import hit, with_messages
 from .quantize import quantize
 from .tables import VECTORS_TABLE
 
@@ -393,13 +393,17 @@ class VectorIndex:
             else f"{TABLE} v"
         )
         ranked = await self.sql.query(
-            f"SELECT v.doc, array_inner_product(CAST(v.vec AS FLOAT[{dims}]), "
-            f"CAST(? AS FLOAT[{dims}])) * v.scale AS score "
-            f"FROM {source} ORDER BY score DESC LIMIT ?",
+            with_messages(
+                f"SELECT v.doc, array_inner_product(CAST(v.vec AS FLOAT[{dims}]), "
+                f"CAST(? AS FLOAT[{dims}])) * v.scale AS score "
+                f"FROM {source} ORDER BY score DESC LIMIT ?"
+            ),
             [literal, *scope.params, limit],
         )
-        found = await by_doc(self.sql, [doc for doc, _ in ranked.tuples()])
-        return [hit(found[doc], float(score)) for doc, score in ranked.tuples() if doc in found]
+        return [
+            hit(session_id, record, body, float(score))
+            for _, score, session_id, record, _, body in ranked.tuples()
+        ]
 
     def status(self) -> dict[str, Any]:
         return {
