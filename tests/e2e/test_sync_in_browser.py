@@ -4,6 +4,7 @@ origin and the endpoint it was given."""
 
 import http.server
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -162,6 +163,7 @@ class FaultyProxy:
         self.pushes = 0
         self.cut_at_push: int | None = None
         self.on_cut: Any = None
+        self.push_delay_s = 0.0  # each push waits this long before it is forwarded
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
@@ -175,6 +177,7 @@ class FaultyProxy:
                     return self._answer(500, b'{"error":"internal","message":"injected"}', {})
                 if self.command == "POST":
                     proxy.pushes += 1
+                    time.sleep(proxy.push_delay_s)
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
                 request = urllib.request.Request(
                     upstream + self.path, body, headers, method=self.command
@@ -346,3 +349,51 @@ def test_the_demo_page_syncs_from_its_panel(profiles, sync_server):
     assert laptop.evaluate(
         """async () => (await memory.sessions.getAllSessions()).map((s) => s.title)"""
     ) == ["Synced chat"]
+
+
+def test_one_tab_runs_sync_at_a_time(profiles, sync_server):
+    """Two tabs of one profile asked to sync at once: the second waits for the first's
+    Web Lock, then finds nothing left to push; the server has each operation once."""
+    key = sync_server.create_user("alice")
+    proxy = FaultyProxy(sync_server.url)
+    proxy.push_delay_s = 0.4
+    try:
+        first = open_device(profiles, proxy.url, key)
+        second = first.page.context.new_page()
+        second.goto(f"{first.base_url}/__e2e__/page.html")
+        second.evaluate(
+            """async (sync) => {
+                const { createMemorySystem } = await import('/airi-memory.mjs');
+                window.memory = await createMemorySystem({ userId: 'alice', sync });
+            }""",
+            {"enabled": True, "endpoint": proxy.url, "apiKey": key, "autoSync": False},
+        )
+        made = first.evaluate(
+            """async () => {
+                const s = await memory.sessions.createSession({ title: 'Two tabs' });
+                for (let i = 0; i < 450; i++) {
+                    await memory.sessions.addMessage(s.sessionId, { role: 'user', content: `m${i}` });
+                }
+                window.run = memory.sync.processSyncQueue();
+                return (await memory.sync.status()).pending;
+            }"""
+        )
+        assert made == 1 + 2 * 450  # 5 pushes of 200, 0.4 s each
+        held = second.evaluate(
+            """async () => {
+                for (let i = 0; i < 100; i++) {
+                    const { held } = await navigator.locks.query();
+                    if (held.some((lock) => lock.name === 'airi-memory-sync')) return true;
+                    await new Promise((resolve) => setTimeout(resolve, 20));
+                }
+                return false;
+            }"""
+        )
+        assert held  # the first tab's run holds the lock
+        waited = second.evaluate("() => memory.sync.processSyncQueue()")
+        ran = first.evaluate("() => window.run")
+        assert ran["pushed"] == made and "error" not in ran
+        assert waited["pushed"] == 0 and waited["pending"] == 0 and "error" not in waited
+        assert proxy.pushes == 5 and len(sync_server.operations(key)) == made
+    finally:
+        proxy.server.shutdown()
