@@ -23,18 +23,23 @@ def sync_server(tmp_path) -> Iterator[SyncServerProcess]:
     server.kill()
 
 
-def open_device(profiles, endpoint: str, api_key: str, **sync: Any) -> Any:
-    """A new browser profile (a device) with the memory system booted, syncing as the key's
-    user; the automatic runner off unless asked, so a test says when a run happens."""
-    device = profiles.open()
-    device.open_harness()
-    device.evaluate(
+def boot_with_sync(page: Any, endpoint: str, api_key: str, **sync: Any) -> None:
+    """The memory system booted in ``page`` (a Playwright page), syncing as the key's user;
+    the automatic runner off unless asked, so a test says when a run happens."""
+    page.evaluate(
         """async (sync) => {
             const { createMemorySystem } = await import('/airi-memory.mjs');
             window.memory = await createMemorySystem({ userId: 'alice', sync });
         }""",
         {"enabled": True, "endpoint": endpoint, "apiKey": api_key, "autoSync": False, **sync},
     )
+
+
+def open_device(profiles, endpoint: str, api_key: str, **sync: Any) -> Any:
+    """A new browser profile (a device) with the memory system booted and syncing."""
+    device = profiles.open()
+    device.open_harness()
+    boot_with_sync(device.page, endpoint, api_key, **sync)
     return device
 
 
@@ -267,13 +272,7 @@ def test_dead_letters_after_three_failures_and_their_retry_from_the_page(profile
         letters = phone.evaluate("() => memory.sync.deadLetters()")
         assert [(d["retries"], d["resource"]) for d in letters] == [(4, "session")]
         phone.page.reload()  # dead letters are durable: IndexedDB, not the memory root
-        phone.evaluate(
-            """async (sync) => {
-                const { createMemorySystem } = await import('/airi-memory.mjs');
-                window.memory = await createMemorySystem({ userId: 'alice', sync });
-            }""",
-            {"enabled": True, "endpoint": proxy.url, "apiKey": key, "autoSync": False},
-        )
+        boot_with_sync(phone.page, proxy.url, key)
         again = phone.evaluate(
             """async () => {
                 const letters = await memory.sync.deadLetters();
@@ -361,13 +360,7 @@ def test_one_tab_runs_sync_at_a_time(profiles, sync_server):
         first = open_device(profiles, proxy.url, key)
         second = first.page.context.new_page()
         second.goto(f"{first.base_url}/__e2e__/page.html")
-        second.evaluate(
-            """async (sync) => {
-                const { createMemorySystem } = await import('/airi-memory.mjs');
-                window.memory = await createMemorySystem({ userId: 'alice', sync });
-            }""",
-            {"enabled": True, "endpoint": proxy.url, "apiKey": key, "autoSync": False},
-        )
+        boot_with_sync(second, proxy.url, key)
         made = first.evaluate(
             """async () => {
                 const s = await memory.sessions.createSession({ title: 'Two tabs' });

@@ -320,16 +320,25 @@ class SessionMirror:
 
     async def records_of(self, session_id: str, message_ids: Sequence[str]) -> dict[str, str]:
         """{record name: message id} of the named messages of a session (those that exist)."""
-        found: dict[str, str] = {}
+        found = await self.messages_by_id(session_id, message_ids)
+        return {record: message_id for message_id, (record, _) in found.items()}
+
+    async def messages_by_id(
+        self, session_id: str, message_ids: Sequence[str]
+    ) -> dict[str, tuple[str, dict[str, Any]]]:
+        """{message id: (record name, message)} of the named messages of a session that
+        exist: a statement per 500 ids, not one per message."""
+        found: dict[str, tuple[str, dict[str, Any]]] = {}
         ids = list(message_ids)
         for start in range(0, len(ids), 500):  # bound parameters, in statements of a fair size
             chunk = ids[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
             result = await self.query(
-                f"SELECT record, id FROM chat_messages WHERE session_id = ? AND id IN ({marks})",
+                "SELECT id, record, body FROM chat_messages "
+                f"WHERE session_id = ? AND id IN ({marks})",
                 [session_id, *chunk],
             )
-            found.update(dict(result.tuples()))
+            found.update({mid: (record, loads(body)) for mid, record, body in result.tuples()})
         return found
 
     async def stored_bodies(self) -> dict[tuple[str, str], str]:

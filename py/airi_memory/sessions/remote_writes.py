@@ -52,6 +52,7 @@ class RemoteWrites:
             await self.catch_up.catch_up()
             changes, book = await decide()
             batch = _Batch()
+            await self._read_messages(batch, changes)
             for change in changes:
                 await self._fold(batch, change)
             await self._write(batch, book)
@@ -77,12 +78,6 @@ class RemoteWrites:
                 batch.sessions[sid] = {**session, **(change.data or {})}
             return
         where = (sid, mid)
-        if where not in batch.messages:
-            found = await self.mirror.message(sid, mid)
-            batch.records[where] = None if found is None else found[0]
-            batch.messages[where] = None if found is None else found[1]
-            if found is not None:
-                batch.stored[records.message_key(sid, found[0])] = found[1]
         body = batch.messages[where]
         if change.type == "delete":
             batch.messages[where] = None
@@ -91,6 +86,21 @@ class RemoteWrites:
             batch.created.add(sid)
             batch.sessions[sid] = {"sessionId": sid, "userId": self.user_id}
         batch.messages[where] = {**(body or {"id": mid}), **(change.data or {})}
+
+    async def _read_messages(self, batch: _Batch, changes: list[Change]) -> None:
+        """Every message the page names, as stored here: one read per session, not one
+        per message (each is a round trip to DuckDB's worker in the browser)."""
+        wanted: dict[str, dict[str, None]] = {}  # in the page's order: new records' order
+        for change in changes:
+            if change.message_id is not None:
+                wanted.setdefault(change.session_id, {})[change.message_id] = None
+        for sid, ids in wanted.items():
+            found = await self.mirror.messages_by_id(sid, list(ids))
+            for mid in ids:
+                record, body = found.get(mid, (None, None))
+                batch.records[(sid, mid)], batch.messages[(sid, mid)] = record, body
+                if record is not None:
+                    batch.stored[records.message_key(sid, record)] = body
 
     async def _write(self, batch: _Batch, book: Bookkeeping) -> None:
         """New records whole; records already here as merge patches of the fields that
