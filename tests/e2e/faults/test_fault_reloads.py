@@ -9,6 +9,7 @@ in order, exactly once (see writer.Model for every rule). Sync records from the 
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -20,7 +21,9 @@ from writer import READ_BACK, WRITER, Model, check_outbox, pause
 from browser_flags import CHROMIUM, CHROMIUM_FLAGS
 
 SOAK = os.environ.get("AIRI_SOAK") == "1"
-REPORT = Path(__file__).resolve().parents[3] / "build" / "out" / "faults-report.jsonl"
+OUT = Path(__file__).resolve().parents[3] / "build" / "out"
+REPORT = OUT / "faults-report.jsonl"
+EVIDENCE = OUT / "kill-evidence"  # a failed kill round's profile and Chromium's log
 BOOT = """async () => {
   const { createMemorySystem } = await import('/airi-memory.mjs');
   window.memory = await createMemorySystem({ userId: 'faults', retention: { enabled: false },
@@ -105,16 +108,20 @@ class KillableChromium:
     def __init__(self, playwright, profile: Path) -> None:
         self.playwright = playwright
         self.profile = profile
+        self.log = profile.with_name(profile.name + ".log")  # IndexedDB's own log lines
         self.process = None
         self.browser = None
 
     def start(self):
         (self.profile / "DevToolsActivePort").unlink(missing_ok=True)
-        self.process = subprocess.Popen(
-            [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}",
-             "--remote-debugging-port=0", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
+        with self.log.open("a") as log:
+            log.write(f"---- start {time.time():.3f}\n")
+            self.process = subprocess.Popen(
+                [CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={self.profile}",
+                 "--enable-logging=stderr", "--vmodule=*indexed_db*=1,*leveldb*=1",
+                 "--remote-debugging-port=0", "about:blank"],
+                stdout=subprocess.DEVNULL, stderr=log, start_new_session=True,
+            )  # fmt: skip
         port_file = self.profile / "DevToolsActivePort"
         deadline = time.monotonic() + 30
         while not port_file.exists() or not port_file.read_text().strip():
@@ -132,12 +139,22 @@ class KillableChromium:
         self.process.wait(timeout=30)
         self.browser = None  # its connection died with it
 
+    def keep_evidence(self) -> None:
+        """Keep the profile's IndexedDB and Chromium's log where CI leaves its output, so
+        a lost round can be taken apart afterwards."""
+        shutil.rmtree(EVIDENCE, ignore_errors=True)
+        EVIDENCE.mkdir(parents=True)
+        shutil.copy(self.log, EVIDENCE / "chromium.log")
+        stored = self.profile / "Default" / "IndexedDB"
+        if stored.exists():
+            shutil.copytree(stored, EVIDENCE / "IndexedDB")
+
 
 def test_the_whole_browser_killed_mid_write_loses_nothing(playwright, base_url):
     kills_wanted = 100 if SOAK else 2
     rounds = Rounds(base_url, seed=17)
     with tempfile.TemporaryDirectory(prefix="airi-kill-") as folder:
-        chromium = KillableChromium(playwright, Path(folder))
+        chromium = KillableChromium(playwright, Path(folder) / "profile")
         try:
             for number in range(kills_wanted + 1):
                 context = chromium.start()
@@ -150,6 +167,9 @@ def test_the_whole_browser_killed_mid_write_loses_nothing(playwright, base_url):
                     break
                 rounds.write(page, number)
                 chromium.kill()
+        except BaseException:
+            chromium.keep_evidence()
+            raise
         finally:
             if chromium.process and chromium.process.poll() is None:
                 chromium.kill()
