@@ -582,7 +582,8 @@ def _conversation(
 
 
 def build(seed: int = 7) -> tuple[list[dict], list[dict]]:
-    """(sessions for importSessions, questions [{persona, question, kind, style, answers}]).
+    """(sessions for importSessions, questions [{persona, question, kind, style, answers,
+    speakers}]); ``speakers`` names the conversation's user and companion.
 
     Answers are (global session index, message index) of the turns stating the fact; the
     shapes are dataset.build's, so run_eval.py can use either set."""
@@ -611,7 +612,7 @@ def build(seed: int = 7) -> tuple[list[dict], list[dict]]:
             expected.append([f"{persona}/{key}" for key in keys])
             answers = [where[key] for key in expected[-1]]
             questions.append({"persona": persona, "question": text, "kind": kind, "style": style,
-                              "answers": answers})  # fmt: skip
+                              "answers": answers, "speakers": {"user": user, "assistant": bot}})  # fmt: skip
     _check(sessions, questions, tags, expected)
     return sessions, questions
 

@@ -9,7 +9,8 @@ Chromium with the real local model, on two sets:
     .venv/bin/python bench/eval/run_eval.py [--sets standard,long]      (make eval)
 
 Both fusions are measured at several keyword weights (reciprocal rank, and min-max scaled
-scores); the vectors are computed once per set and reused when the page reloads with
+scores), and on the long set the defaults once more with ``speakers`` (the user's and the
+companion's names); the vectors are computed once per set and reused when the page reloads with
 another fusion.
 """
 
@@ -47,13 +48,14 @@ LOAD = """async (sessions) => {
     }
     throw new Error('embedding did not finish');
 }"""
-ASK = """async ({ questions, strategies }) => {
+ASK = """async ({ questions, strategies, named }) => {
     const out = [];
     for (const q of questions) {
         const row = { ids: {}, ms: {} };
+        const speakers = named ? q.speakers : undefined;
         for (const strategy of strategies) {
             const started = performance.now();
-            const { results } = await memory.search({ query: q.question, strategy, limit: 50, filters: { characterIds: [q.persona] } });
+            const { results } = await memory.search({ query: q.question, strategy, limit: 50, speakers, filters: { characterIds: [q.persona] } });
             row.ms[strategy] = performance.now() - started;
             row.ids[strategy] = results.map((r) => r.message.id);
         }
@@ -89,20 +91,25 @@ def evaluate(browser: Any, base: str, name: str) -> dict[str, Any]:
     ids = page.evaluate(LOAD, sessions)["ids"]
     answers = [{ids[s][m] for s, m in q["answers"]} for q in questions]
     kinds = ["all", *sorted({q["kind"] for q in questions})]
-    runs = [("rrf", 1.0, ["keyword", "semantic", "relevant", "recent"])]
-    runs += [(fusion, w, ["relevant"]) for fusion in ("rrf", "scores") for w in WEIGHTS]
-    runs += [("scores", 1.0, ["hybrid"])]  # the defaults
+    runs = [("rrf", 1.0, ["keyword", "semantic", "relevant", "recent"], False)]
+    runs += [(fusion, w, ["relevant"], False) for fusion in ("rrf", "scores") for w in WEIGHTS]
+    runs += [("scores", 1.0, ["hybrid"], False)]  # the defaults
+    if any(q.get("speakers") for q in questions):  # the same, told who the speakers are
+        runs += [("scores", 1.0, ["keyword", "semantic", "relevant", "hybrid"], True)]
     quality: dict[str, dict] = {}
     speed: dict[str, dict] = {}
-    for n, (fusion, weight, strategies) in enumerate(runs):
+    for n, (fusion, weight, strategies, named) in enumerate(runs):
         if n:
             page.reload()
             page.evaluate(BOOT, {"fusion": fusion, "keywordWeight": weight})
-        answered = page.evaluate(ASK, {"questions": questions, "strategies": strategies})
+        asked = {"questions": questions, "strategies": strategies, "named": named}
+        answered = page.evaluate(ASK, asked)
         for strategy in strategies:
             label = strategy
             if strategy in ("relevant", "hybrid"):
                 label = f"{strategy} ({fusion}, keyword x{weight})"
+            if named:
+                label += " + speakers"
             speed[label] = latency([row["ms"][strategy] for row in answered])
             for kind in kinds:
                 chosen = [i for i, q in enumerate(questions) if kind in ("all", q["kind"])]
@@ -117,13 +124,13 @@ def evaluate(browser: Any, base: str, name: str) -> dict[str, Any]:
 def show(name: str, found: dict[str, Any]) -> None:
     print(f"\n## {name}: {found['questions']} questions, {found['messages']} messages")
     columns = list(found["quality"]["keyword"]["all"])
-    print(f"{'retriever':<34} {'questions':<12}" + "".join(f"{c:>10}" for c in columns))
+    print(f"{'retriever':<46} {'questions':<12}" + "".join(f"{c:>10}" for c in columns))
     for label, by_kind in found["quality"].items():
         for kind, scores in by_kind.items():
-            print(f"{label:<34} {kind:<12}" + "".join(f"{v:>10.3f}" for v in scores.values()))
-    print(f"\n{'strategy':<34} {'p50 ms':>8} {'p95 ms':>8}")
+            print(f"{label:<46} {kind:<12}" + "".join(f"{v:>10.3f}" for v in scores.values()))
+    print(f"\n{'strategy':<46} {'p50 ms':>8} {'p95 ms':>8}")
     for label, timing in found["speed"].items():
-        print(f"{label:<34} {timing['p50']:>8.1f} {timing['p95']:>8.1f}")
+        print(f"{label:<46} {timing['p50']:>8.1f} {timing['p95']:>8.1f}")
 
 
 def main() -> None:

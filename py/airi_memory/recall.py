@@ -33,9 +33,11 @@ async def recall_memories(
         return None, []
     in_window = list(composed["messageIds"])
     filters = {} if recall.cross_session else {"sessionIds": [session_id]}
+    speakers = recall.speakers.model_dump() if recall.speakers else None
     found = await searcher.search(
         {"query": query, "limit": recall.limit, "strategy": recall.strategy,
-         "threshold": recall.threshold, "filters": filters, "excludeIds": in_window}
+         "threshold": recall.threshold, "filters": filters, "excludeIds": in_window,
+         "speakers": speakers}
     )  # fmt: skip
     budget = recall.max_tokens or max(composed["tokens"]["budget"] // 10, 1)
     lines = [_line(hit) for hit in found["results"]]

@@ -197,6 +197,40 @@ async def case_thresholds_and_strategies(open_system):
     assert contents(third) == contents(every)[2:3]
 
 
+async def case_a_query_naming_a_speaker_prefers_their_turns(open_system):
+    system = await open_system(**QUIET)
+    _, (said_by_tom, said_by_maya, _) = await session_with(
+        system,
+        [("assistant", "Biscuit chewed a slipper"),
+         ("user", "Biscuit chewed the remote yesterday while I was out at work"),
+         ("assistant", "hello there")],
+    )  # fmt: skip
+    search = system.searcher.search
+    speakers = {"user": "Maya", "assistant": "Tom"}
+    question = {"query": "What did Biscuit chew, MAYA?", "strategy": "keyword", "limit": 1}
+    plain = await search(question)
+    assert contents(plain) == [said_by_tom["content"]]  # shorter, so BM25 prefers it
+    named = await search({**question, "speakers": speakers})
+    assert contents(named) == [said_by_maya["content"]]  # found beyond the first candidate
+    both = await search({**question, "query": "Maya asks Tom: what did Biscuit chew?",
+                         "speakers": speakers})  # fmt: skip
+    assert contents(both) == [said_by_tom["content"]]  # both named: no preference
+    ranked = await search({**question, "limit": 2, "speakers": speakers})
+    tom_score = ranked["results"][1]["scores"]["relevance"]
+    assert tom_score == round(plain["results"][0]["score"] / 2, 6)  # Tom's turn counts half
+    assert all(0 <= hit["score"] <= 1 for hit in ranked["results"])
+    # Recall in composition passes the names on.
+    asking, _ = await session_with(system, [question["query"]])
+    recall = {"limit": 1, "strategy": "keyword"}
+    for names, expected in ((None, said_by_tom), (speakers, said_by_maya)):
+        options = {"maxTokens": 2000, "retrieval": {**recall, "speakers": names}}
+        composed = await system.compose_messages(asking, options)
+        assert [r["messageId"] for r in composed["recalled"]] == [expected["id"]]
+    await expect_error(
+        InvalidValueError, search({**question, "speakers": {"user": ""}}), "speakers.user"
+    )
+
+
 async def case_index_follows_edits_deletes_and_restarts(open_system):
     system = await open_system(**QUIET)
     sid, added = await session_with(system, ["violin lesson today", "piano lesson", "violin again"])

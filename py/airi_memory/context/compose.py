@@ -15,6 +15,7 @@ from cachetools import LRUCache
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ContextTooLongError, InvalidValueError
+from ..models import Speakers
 from .summaries import SessionSplit, is_summary, split_session
 from .tokens import ESTIMATE, ModelPreset, Tokens, find_preset, message_token_text
 
@@ -35,6 +36,9 @@ class RecallOptions(BaseModel):
     max_tokens: int | None = Field(default=None, alias="maxTokens", ge=1)
     cross_session: bool = Field(default=True, alias="crossSession")
     query: str | None = Field(default=None, max_length=10_000)
+    # Who the user and the character are, by name: a question naming one of them
+    # prefers their turns (search's ``speakers``).
+    speakers: Speakers | None = None
 
 
 class ComposeOptions(BaseModel):

@@ -25,6 +25,7 @@ from .messages import (
     ChatHistoryItem,
     ContentPart,
     Role,
+    Speakers,
     SummaryInfo,
     message_text,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "MessageRetentionPolicy",
     "RetentionPolicy",
     "Role",
+    "Speakers",
     "SummaryInfo",
     "join_path",
     "json_schemas",

@@ -7,7 +7,7 @@ stands for older turns; only the library's own writes may mark it ``trusted``.
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from .wire import (
@@ -25,6 +25,15 @@ from .wire import (
 MAX_CONTENT_PARTS = 256
 
 Role = Literal["system", "user", "assistant", "tool", "error"]
+
+
+class Speakers(BaseModel):
+    """Who speaks as each role, by name ("Maya" is the user, "Tom" the character): turns
+    carry only their role, and people ask about each other by name."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    user: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
+    assistant: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
 
 
 class ContentPart(WireModel):

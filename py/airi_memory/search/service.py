@@ -6,28 +6,36 @@ Strategies: ``keyword`` and ``semantic`` use one retriever; ``relevant`` fuses b
 weighted); ``hybrid`` (the seed's default)
 weighs that relevance against recency with ``hybridWeights``; ``recent`` is the newest
 messages. Every score is in [0, 1] and ``threshold`` applies to it. Filters are applied
-in SQL before anything is ranked.
+in SQL before anything is ranked. With ``speakers``, a query that names one of them
+prefers that speaker's turns.
 """
 
 import asyncio
 import math
+import re
 import time
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
 
 from ..errors import InvalidValueError
-from ..models import DAY_MS, lone_surrogate_path, validate_or_raise
+from ..models import DAY_MS, Speakers, lone_surrogate_path, validate_or_raise
 from ..sessions import SessionStore
 from ..sql import SqlEngine
 from ..storage.values import loads
 from . import keyword
 from .filters import Scope, SearchFilters, scope
+from .text import fold
 
 Strategy = Literal["keyword", "semantic", "relevant", "hybrid", "recent"]
 RRF_K = 60
 CANDIDATES = 5  # each retriever brings limit x this many candidates to fuse and re-rank
 MAX_WANT = 4096  # the most candidates asked for when exclusions crowd out the results
+# A query naming one speaker ("What did Maya name the dog?") ranks that speaker's turns
+# as if twice as relevant (others count half): on the long set (make eval) keyword
+# recall@10 went 0.536 -> 0.620 at 1.5, 0.651 at 2, 0.656 at 3; 2 takes most of it
+# without letting the name outweigh what the query asks.
+SPEAKER_BOOST = 2.0
 
 
 class HybridWeights(BaseModel):
@@ -68,6 +76,7 @@ class SearchQuery(BaseModel):
     # model); it must have the configured model's dimensions, and numbers (NaN would
     # make every score NaN, and the ranking arbitrary).
     vector: list[FiniteFloat] | None = Field(default=None, max_length=4096)
+    speakers: Speakers | None = None
 
 
 class SemanticRetriever(Protocol):
@@ -99,6 +108,7 @@ class Searcher:
             raise InvalidValueError("semantic search needs embeddings, and none are configured")
         await self.sessions.flush()
         excluded = set(query.exclude_ids)
+        speaker = named_speaker(query.query, query.speakers)
         # Excluded messages (the window, for recall) may crowd the top: ask for more only
         # while they leave too few, instead of reading a candidate for every exclusion.
         want = query.limit
@@ -108,14 +118,14 @@ class Searcher:
                 for rank, hit in enumerate(await self._recent(query, want)):
                     self._merge(found, hit, "recent", rank, 1.0)
             else:
-                await self._relevance(query, strategy, want, found)
+                await self._relevance(query, strategy, want, found, widen=bool(speaker))
             hits = [h for h in found.values() if h["message"]["id"] not in excluded]
             exhausted = len(found) < want  # the retrievers had no more to give
             crowded = len(found) > len(hits)
             if len(hits) >= query.limit or exhausted or not crowded or want >= MAX_WANT:
                 break
             want *= 4
-        self._score(hits, strategy)
+        self._score(hits, strategy, speaker)
         # Judged as reported (6 decimals): no result may show a score below the threshold.
         hits = [h for h in hits if round(h["score"], 6) >= query.threshold]
         hits.sort(key=lambda h: (-h["score"], -h["message"].get("createdAt", 0)))
@@ -130,9 +140,17 @@ class Searcher:
         return ["keyword", "recent"] + (["semantic"] if self.semantic else [])
 
     async def _relevance(
-        self, query: SearchQuery, strategy: str, want: int, found: dict[tuple[str, str], Any]
+        self,
+        query: SearchQuery,
+        strategy: str,
+        want: int,
+        found: dict[tuple[str, str], Any],
+        widen: bool,
     ) -> None:
-        pool = want * (1 if strategy in ("keyword", "semantic") else CANDIDATES)
+        """Each retriever's candidates: ``want`` of them for a single retriever, more when
+        they are fused or re-ranked (``widen``)."""
+        single = strategy in ("keyword", "semantic") and not widen
+        pool = want * (1 if single else CANDIDATES)
         where = self._scope(query.filters)
 
         async def by_keyword() -> list[dict[str, Any]]:
@@ -192,7 +210,7 @@ class Searcher:
         if hit.get("matchedTerms"):
             entry["matchedTerms"] = hit["matchedTerms"]
 
-    def _score(self, hits: list[dict[str, Any]], strategy: str) -> None:
+    def _score(self, hits: list[dict[str, Any]], strategy: str, speaker: str | None) -> None:
         now = self.sessions.clock()
         half_life = self.config.recency_half_life_days * DAY_MS
         relevance_retrievers = [r for r in ("keyword", "semantic") if r in self.retrievers()]
@@ -214,6 +232,8 @@ class Searcher:
                 else:
                     parts, best = hit["scaled"], sum(used.values())
                 relevance = sum(w * parts.get(r, 0.0) for r, w in used.items()) / (best or 1)
+            if speaker and hit["message"].get("role") != speaker:
+                relevance /= SPEAKER_BOOST  # scores stay in [0, 1]
             hit["scores"]["relevance"] = round(relevance, 6)
             if strategy == "hybrid":
                 w = self.config.hybrid_weights
@@ -251,6 +271,20 @@ class Searcher:
         await self.sessions.flush()
         hits = await keyword.substring(self.sql, query, self._scope(filters), limit)
         return [{"sessionId": h["sessionId"], "message": loads(h["body"])} for h in hits]
+
+
+def named_speaker(query: str, speakers: Speakers | None) -> str | None:
+    """The role whose speaker the query names as a whole word (case and accents
+    ignored), when it names exactly one of them."""
+    if speakers is None:
+        return None
+    folded = fold(query)
+    named = [
+        role
+        for role, name in (("user", speakers.user), ("assistant", speakers.assistant))
+        if name and re.search(rf"(?<![^\W_]){re.escape(fold(name))}(?![^\W_])", folded)
+    ]
+    return named[0] if len(named) == 1 else None
 
 
 def _min_max(scores: list[float]) -> list[float]:
