@@ -154,10 +154,16 @@ def assert_refused(reply: dict[str, Any], hints: tuple[str, ...]) -> None:
 
 
 def key_hints(*keys: object) -> tuple[str, ...]:
-    """How an error names a key: its repr (cut to 40 characters for long keys)."""
+    """How an error names a key: its repr (cut to 40 characters for long keys), up to its
+    first character beyond ASCII. Whether repr escapes that one depends on the Unicode
+    version of the Python that made the message (CPython here, a newer one in Pyodide:
+    U+31350 is unassigned in one and printable in the other)."""
     hints = []
     for key in keys:
         for shown in (repr(key), repr(key[:40]) if isinstance(key, str) else repr(key)):
+            if isinstance(key, str):
+                ascii_part = key[: next((i for i, c in enumerate(key) if ord(c) > 0x7E), len(key))]
+                shown = shown[: len(repr(ascii_part)) - 1]  # the opening quote and the ASCII
             hints.append(shown[:12])
     return tuple(hints)
 
