@@ -56,6 +56,7 @@ demo: dist
 	$(PY) build/serve.py --port $(PORT) --sync-port $(SYNC_PORT) --sync-db "$(SYNC_DB)"
 
 test: browser postgres lint dist
+	node --test tests/js/
 	$(PY) -m pytest
 
 test-unit: $(STAMP_VENV)

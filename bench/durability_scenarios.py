@@ -20,6 +20,7 @@ compute beside the turns and blur what durability alone costs. The sessions grow
 turns measured (10 becomes about 350), as in the addMessage benchmark.
 """
 
+import peers
 from harness import BOOT, MAKE_EXPORT, blank_page, ratio, summarise
 
 DURABILITIES = ("strict", "relaxed")
@@ -85,6 +86,22 @@ FLOOR_PUTS = """async ({ durability, warmup, start, stop }) => {
     return times;
 }"""
 
+# The peer's floor: idb-keyval's `set` of the same message (its own store, its own
+# transaction per call, the browser's default durability), awaited.
+KEYVAL_SETS = """async ({ warmup, start, stop }) => {
+    const { set } = await import('/__bench__/peers.mjs');
+    const message = (i) => JSON.stringify({ id: `floor${String(i).padStart(16, '0')}`, role: 'user',
+                                            content: `new turn ${i} about the garden`, createdAt: Date.now() });
+    for (let i = 0; i < warmup; i++) await set(`keyval:warm-up:${start}:${i}`, message(i));
+    const times = [];
+    for (let i = start; i < stop; i++) {
+        const t = performance.now();
+        await set(`keyval:${i}`, message(i));
+        times.push(performance.now() - t);
+    }
+    return times;
+}"""
+
 CLOSE = "() => memory.close()"
 
 
@@ -99,7 +116,8 @@ def _options(durability: str) -> dict:
 def run(browser, base_url: str, calls: int) -> list[dict]:
     """``calls`` timed turns per durability and session size, and floor puts per durability."""
     pages = {durability: blank_page(browser.new_context(), base_url) for durability in DURABILITIES}
-    floor_page = blank_page(browser.new_context(), base_url)
+    peers.bundle()
+    floor_page = peers.peer_page(browser.new_context(), base_url)
     sessions = {}
     for durability, page in pages.items():
         page.evaluate(BOOT, _options(durability))
@@ -108,6 +126,7 @@ def run(browser, base_url: str, calls: int) -> list[dict]:
     floor_page.evaluate(OPEN_FLOOR)
     ours = {(durability, size): [] for durability in DURABILITIES for size in SIZES}
     floor = {durability: [] for durability in DURABILITIES}
+    keyval = []
     for round_number in range(ROUNDS):
         order = DURABILITIES if round_number % 2 == 0 else DURABILITIES[::-1]
         share = {
@@ -126,12 +145,19 @@ def run(browser, base_url: str, calls: int) -> list[dict]:
             floor[durability] += floor_page.evaluate(
                 FLOOR_PUTS, {"durability": durability, **share}
             )
+        keyval += floor_page.evaluate(KEYVAL_SETS, share)
     for page in [*pages.values(), floor_page]:
         page.context.close()
 
     raw_strict = summarise("raw IndexedDB put of a message, strict", floor["strict"])
     raw_relaxed = summarise("raw IndexedDB put of a message, relaxed", floor["relaxed"])
-    rows = [raw_strict, raw_relaxed, ratio("  raw strict / raw relaxed", raw_strict, raw_relaxed)]
+    keyval_set = summarise("idb-keyval set of a message", keyval)
+    rows = [
+        raw_strict,
+        raw_relaxed,
+        keyval_set,
+        ratio("  raw strict / raw relaxed", raw_strict, raw_relaxed),
+    ]
     for size, count in SIZES.items():
         of = f"session of {count:,}"
         strict = summarise(f"addMessage, strict (default), {of}", ours["strict", size])
@@ -140,6 +166,7 @@ def run(browser, base_url: str, calls: int) -> list[dict]:
             strict,
             relaxed,
             ratio(f"  ours strict / raw strict, {of}", strict, raw_strict),
+            ratio(f"  ours strict / idb-keyval set, {of}", strict, keyval_set),
             ratio(f"  ours relaxed / raw relaxed, {of}", relaxed, raw_relaxed),
             ratio(f"  ours strict / ours relaxed, {of}", strict, relaxed),
         ]

@@ -14,7 +14,9 @@ from playwright.sync_api import sync_playwright
 
 import context_scenarios
 import durability_scenarios
+import peers
 import search_scenarios
+import targets
 from harness import (
     BOOT,
     CHROMIUM,
@@ -27,10 +29,30 @@ from harness import (
     summarise,
 )
 
+# The floor of a start: Pyodide alone, loaded from our dist in a module worker (where the
+# library runs it too), no packages, to its first Python statement.
+BARE_PYODIDE = """async () => {
+    const started = performance.now();
+    const runtime = `${location.origin}/runtime/`;
+    const source = `import { loadPyodide } from '${runtime}pyodide.mjs';
+        const pyodide = await loadPyodide({ indexURL: '${runtime}', lockFileURL: '${runtime}pyodide-lock.json', fullStdLib: false });
+        postMessage(pyodide.runPython('1 + 1'));`;
+    const worker = new Worker(URL.createObjectURL(new Blob([source], { type: 'text/javascript' })), { type: 'module' });
+    const answer = await new Promise((resolve, reject) => { worker.onmessage = (e) => resolve(e.data); worker.onerror = reject; });
+    worker.terminate();
+    if (answer !== 2) throw new Error(`bare Pyodide answered ${answer}`);
+    return performance.now() - started;
+}"""
+
 
 def bench_cold_and_warm(browser, base_url: str, runs: int) -> list[dict]:
-    cold, warm, phases = [], [], {}
+    """Cold starts (fresh profile) and warm reloads, each run beside a bare Pyodide start
+    in a fresh profile of its own."""
+    cold, warm, bare, phases = [], [], [], {}
     for _ in range(runs):
+        context = browser.new_context()
+        bare.append(blank_page(context, base_url).evaluate(BARE_PYODIDE))
+        context.close()
         context = browser.new_context()  # fresh profile: empty HTTP and code caches
         page = blank_page(context, base_url)
         result = page.evaluate(BOOT)
@@ -41,7 +63,11 @@ def bench_cold_and_warm(browser, base_url: str, runs: int) -> list[dict]:
         page.reload()
         warm.append(page.evaluate(BOOT)["ready"])
         context.close()
-    rows = [summarise("cold start to ready", cold), summarise("warm reload to ready", warm)]
+    rows = [
+        summarise("cold start to ready", cold),
+        summarise("warm reload to ready", warm),
+        summarise("bare Pyodide: loadPyodide() in a worker, fresh profile", bare),
+    ]
     rows += [summarise(f"  cold: {name} done at", values) for name, values in phases.items()]
     return rows
 
@@ -231,7 +257,15 @@ def main() -> None:
     parser.add_argument("--bulk-rows", type=int, default=100_000)
     parser.add_argument(
         "--only",
-        choices=["foundation", "sessions", "durability", "context", "search", "embedding"],
+        choices=[
+            "foundation",
+            "sessions",
+            "durability",
+            "context",
+            "search",
+            "scoped",
+            "embedding",
+        ],
         default=None,
     )
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
@@ -255,14 +289,19 @@ def main() -> None:
             rows += context_scenarios.run(browser, base_url)
         if args.only in (None, "search"):
             rows += search_scenarios.run(browser, base_url)
+        if args.only in (None, "search", "scoped"):  # scoped: also part of "search"
+            rows += search_scenarios.run_scoped(browser, base_url)
+        if args.only in (None, "search", "peers"):  # peers: also part of "search"
+            rows += peers.run(browser, base_url)
         if args.only == "embedding":  # also part of "search"
             rows += search_scenarios.run_embedding(browser, base_url)
         browser.close()
     server.shutdown()
     print_table(rows)
+    compared = targets.compare(rows)
+    targets.print_targets(compared)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(rows, indent=2) + "\n")
-    print(json.dumps(rows))
+    args.json.write_text(json.dumps({"rows": rows, "targets": compared}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -58,10 +58,12 @@ BOOT = """async (options) => {
     return memory.ready;
 }"""
 
-FILL = """async (sessions) => {
+# The first ``scoped`` sessions belong to character 'scoped': one conversation among many.
+FILL = """async ({ sessions, scoped }) => {
+    const character = (n) => n < scoped ? 'scoped' : n % 3 ? 'airi' : 'neko';
     for (let s = 0; s < sessions.length; s += 50) {
         await memory.importSessions({ version: '1.0.0', exportedAt: Date.now(), sessions: sessions.slice(s, s + 50).map((texts, i) => ({
-            meta: { title: `session ${s + i}`, characterId: (s + i) % 3 ? 'airi' : 'neko' },
+            meta: { title: `session ${s + i}`, characterId: character(s + i) },
             messages: texts.map((content, j) => ({ role: j % 2 ? 'assistant' : 'user', content, createdAt: 1767225600000 + (s + i) * 3600000 + j * 1000 })),
         })) });
     }
@@ -82,6 +84,37 @@ QUERIES = """async ({ keywords, substrings, n }) => {
         out.hybrid.push((await time(() => memory.search({ query, vector: vector(), strategy: 'hybrid', limit: 10 })))[0]);
         out.filtered.push((await time(() => memory.search({ query, vector: vector(), strategy: 'relevant', limit: 10,
             filters: { characterIds: ['neko'], roles: ['user'] } })))[0]);
+    }
+    return out;
+}"""
+
+# One conversation's search (characterIds), per strategy, beside the floors every call
+# pays: a round trip from the page to the worker (ping), and, inside the worker, one
+# statement's trip to DuckDB's worker and back (diagnostics.sqlRoundTrips: prepared, as
+# searches send theirs). ``inside`` is the search's own tookMs, measured in the worker:
+# the rest of its time is the page-to-worker trip.
+SCOPED = """async ({ keywords, n }) => {
+    const out = { ping: [], floor: [] };
+    const vector = () => Array.from({ length: 384 }, () => Math.random() - 0.5);
+    const asks = {
+        keyword: (query) => ({ query, strategy: 'keyword' }),
+        semantic: () => ({ vector: vector(), strategy: 'semantic' }),
+        relevant: (query) => ({ query, vector: vector(), strategy: 'relevant' }),
+        hybrid: (query) => ({ query, vector: vector(), strategy: 'hybrid' }),
+    };
+    for (const name of Object.keys(asks)) { out[name] = []; out[name + ' inside'] = []; }
+    for (let i = 0; i < n; i++) {
+        let t = performance.now();
+        await memory.ping();
+        out.ping.push(performance.now() - t);
+        out.floor.push((await memory.diagnostics.sqlRoundTrips(1))[0]);
+        for (const [name, ask] of Object.entries(asks)) {
+            const query = { ...ask(keywords[i % keywords.length]), limit: 10, filters: { characterIds: ['scoped'] } };
+            t = performance.now();
+            const found = await memory.search(query);
+            out[name].push(performance.now() - t);
+            out[name + ' inside'].push(found.tookMs);
+        }
     }
     return out;
 }"""
@@ -111,6 +144,33 @@ EMBED_RATE = """async (texts) => {
     return { rate: texts.length / seconds, indexed: status.indexed, longTasks };
 }"""
 
+
+# The floor of background embedding: the same texts straight to the model's worker, in
+# the batches the pipeline makes (16, sorted by length), with nothing else around it.
+MODEL_ALONE = """async ({ texts, batch }) => {
+    const worker = new Worker('/runtime/embedder.mjs', { type: 'module' });
+    let next = 0;
+    const call = (message) => new Promise((resolve, reject) => {
+        const id = ++next;
+        const listen = (e) => {
+            if (e.data.id !== id) return;
+            worker.removeEventListener('message', listen);
+            e.data.ok ? resolve(e.data.value) : reject(new Error(e.data.error));
+        };
+        worker.addEventListener('message', listen);
+        worker.postMessage({ id, ...message });
+    });
+    await call({ kind: 'load' });
+    await call({ kind: 'embed', texts: ['warm up the model'] });
+    const sorted = [...texts].sort((a, b) => a.length - b.length);
+    const t = performance.now();
+    let vectors = 0;
+    for (let i = 0; i < sorted.length; i += batch) vectors += (await call({ kind: 'embed', texts: sorted.slice(i, i + batch) })).length / 384;
+    const seconds = (performance.now() - t) / 1000;
+    worker.terminate();
+    if (vectors !== texts.length) throw new Error(`${vectors} vectors for ${texts.length} texts`);
+    return texts.length / seconds;
+}"""
 
 TABLES_MB = """async () => (await memory.query(
     "SELECT sum(memory_usage_bytes) / 1e6 AS mb FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"))[0].mb"""
@@ -147,7 +207,7 @@ def run(browser, base_url: str) -> list[dict]:
     blank = renderer_memory_mb()
     page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}})
     before = renderer_memory_mb()
-    filled = page.evaluate(FILL, corpus(500, 200))
+    filled = page.evaluate(FILL, {"sessions": corpus(500, 200), "scoped": 0})
     assert filled["vectors"] == 100_000, filled
     words = vocabulary()
     rng = random.Random(3)
@@ -196,11 +256,35 @@ def run(browser, base_url: str) -> list[dict]:
     return rows + run_embedding(browser, base_url)
 
 
+def run_scoped(browser, base_url: str, calls: int = 100) -> list[dict]:
+    """Search inside one conversation of 600 turns, in stores of 6,000 and 100,000."""
+    rows = []
+    words = vocabulary()
+    rng = random.Random(5)
+    keywords = [" ".join(rng.choices(words[:1500], k=rng.randint(1, 3))) for _ in range(50)]
+    for sessions in (30, 500):
+        context = browser.new_context()
+        page = blank_page(context, base_url)
+        page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}})
+        page.evaluate(FILL, {"sessions": corpus(sessions, 200), "scoped": 3})
+        page.evaluate(SCOPED, {"keywords": keywords, "n": 10})  # warm-up
+        found = page.evaluate(SCOPED, {"keywords": keywords, "n": calls})
+        context.close()
+        size = f"{sessions * 200 // 1000}k"
+        rows.append(
+            summarise(f"one conversation (600) of {size}: round-trip floor", found["floor"])
+        )
+        for name in ("keyword", "semantic", "relevant", "hybrid"):
+            rows.append(summarise(f"  {name} top-10 (vectors given: no embedding)", found[name]))
+            rows.append(summarise("    of which inside the worker", found[f"{name} inside"]))
+    return rows
+
+
 def run_embedding(browser, base_url: str, runs: int = 3, count: int = 320) -> list[dict]:
     """Background embedding of real chat turns, each run in a fresh page."""
     sessions, _ = eval_dataset.build()  # English chat turns, as people write them
     texts = [m["content"] for s in sessions for m in s["messages"]][:count]
-    rates, tasks = [], []
+    rates, alone, tasks = [], [], []
     for _ in range(runs):
         context = browser.new_context()
         page = blank_page(context, base_url)
@@ -209,7 +293,13 @@ def run_embedding(browser, base_url: str, runs: int = 3, count: int = 320) -> li
         context.close()
         rates.append(result["rate"])
         tasks += result["longTasks"]
+        context = browser.new_context()
+        alone.append(
+            blank_page(context, base_url).evaluate(MODEL_ALONE, {"texts": texts, "batch": 16})
+        )
+        context.close()
     return [
         summarise(f"background embedding, {len(texts)} messages", rates, "msg/s"),
+        summarise(f"  the model alone in its worker, {len(texts)} messages", alone, "msg/s"),
         summarise(f"  main-thread long tasks meanwhile ({len(tasks)})", tasks or [0.0]),
     ]

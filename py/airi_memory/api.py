@@ -37,6 +37,7 @@ from .search.live_embeddings import LiveEmbeddings
 from .search.semantic import VectorIndex
 from .search.service import Searcher
 from .search.tables import SearchTables
+from .search.vector_scan import ScanFactory, python_vector_scan
 from .sessions import SessionStore
 from .sessions.analytics import message_analytics
 from .sessions.mirror import SessionMirror
@@ -63,6 +64,7 @@ class HostPorts:
     # One holder across tabs of a named lock (Web Locks), for the sync runner.
     exclusive: Exclusive | None = None
     online: Callable[[], bool] | None = None  # whether the host has a network (navigator.onLine)
+    vector_scan: ScanFactory = python_vector_scan  # the browser's is WebAssembly SIMD
 
 
 class MemorySystem:
@@ -99,7 +101,9 @@ class MemorySystem:
         self.embeddings = LiveEmbeddings(
             self.searcher,
             lambda config: make_embedder(config, ports.local_embedder, ports.http, ports.call_app),
-            lambda embedder: VectorIndex(sessions, sql, storage, embedder, ports.emit, sleep),
+            lambda embedder: VectorIndex(
+                sessions, sql, storage, embedder, ports.emit, sleep, ports.vector_scan
+            ),
         )
         sessions.write_listeners.append(self.embeddings.wake)
         self.scheduler = RetentionScheduler(
@@ -332,6 +336,10 @@ class MemorySystem:
     async def _bulk_insert(self, rows: int) -> dict[str, float | int]:
         self._require_diagnostics("diagnostics.bulkInsert")
         return await diagnostics.bulk_insert(self.sql, rows)
+
+    async def _sql_round_trips(self, count: int) -> list[float]:
+        self._require_diagnostics("diagnostics.sqlRoundTrips")
+        return await diagnostics.sql_round_trips(self.sql, count)
 
     async def _fill_vectors(self) -> dict[str, float | int]:
         """Random vectors stored as the live model's, for good: benchmarks only."""

@@ -282,6 +282,9 @@ METHODS: tuple[Method, ...] = (
             dict[str, float], _P("rows", int)),
     _method("diagnostics.fillVectors", "_fill_vectors",
             "Random vectors for every message without one.", dict[str, float]),
+    _method("diagnostics.sqlRoundTrips", "_sql_round_trips",
+            "Time trivial statements sent to DuckDB as searches send theirs.", list[float],
+            _P("count", int)),
 )  # fmt: skip
 
 BY_NAME: dict[str, Method] = {method.name: method for method in METHODS}

@@ -1,6 +1,7 @@
-"""Probes the benchmarks call through the facade: a scratch table of their own, and random
+"""Probes the benchmarks call through the facade: a scratch table of their own, random
 vectors standing in for a big store's embeddings (embedding 100k messages for real takes
-half an hour here; the scan costs the same whatever the vectors hold)."""
+half an hour here; the scan costs the same whatever the vectors hold), and the cost of
+one statement's trip to DuckDB, the floor under every search."""
 
 from __future__ import annotations
 
@@ -59,3 +60,16 @@ async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
         await index.store(chunk, random.randbytes(len(chunk) * dims), scales.tobytes())
     count = (await index.sql.query("SELECT count(*) AS n FROM message_vectors")).scalar()
     return {"vectors": int(count), "fillMs": (time.perf_counter() - started) * 1000}
+
+
+async def sql_round_trips(sql: SqlEngine, count: int) -> list[float]:
+    """Milliseconds, from Python's side, of ``count`` trivial statements sent the way
+    searches send theirs (prepared, one parameter bound, a one-row result)."""
+    if not isinstance(count, int) or not 0 < count <= 10_000:
+        raise ValueError(f"count must be an integer between 1 and 10,000, got {count!r}")
+    times = []
+    for n in range(count):
+        started = time.perf_counter()
+        await sql.query("SELECT ?::INTEGER AS one", [n])
+        times.append((time.perf_counter() - started) * 1000)
+    return times

@@ -1,7 +1,8 @@
 // Everything the Python ports reach in the browser, gathered in one object: IndexedDB
 // stores (storage port), a DuckDB-WASM connection (SQL port), gpt-tokenizer (token
-// port), fetch (HTTP port), the network's state and Web Locks (the sync runner) and the
-// local embedding model (embedding port, in a worker of its own). The worker hands it to
+// port), fetch (HTTP port), the network's state and Web Locks (the sync runner), the
+// vectors' SIMD scan (vector scan port) and the local embedding model (embedding port, in
+// a worker of its own). The worker hands it to
 // Python at boot; tests inside pytest-pyodide import it the same way. `onEvent` receives
 // progress the page may want to show; `timeouts` (the options' own, validated again by
 // Python) bound the waits on DuckDB and on the model.
@@ -10,6 +11,7 @@ import { createLocalEmbedder } from "./embeddings.mjs";
 import { request } from "./http.mjs";
 import { failNextCommits, openStore } from "./idb-store.mjs";
 import { network } from "./network.mjs";
+import { createVectorScan } from "./vector-scan.mjs";
 
 export { setOnline } from "./network.mjs"; // the worker passes on what the page says
 import { createTokenCounter } from "./tokens.mjs";
@@ -22,6 +24,7 @@ export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeou
     tokens: createTokenCounter(runtimeUrl),
     http: { request },
     network,
+    vectorScan: { create: (dims) => createVectorScan(dims) },
     embedder: createLocalEmbedder(runtimeUrl, (detail) => onEvent("embedding-progress", detail), {
       loadTimeoutMs: positive(timeouts.embeddingLoadMs),
     }),

@@ -21,6 +21,7 @@ from .indexeddb import IndexedDbDriver
 from .network import BrowserNetwork
 from .sql import WasmDuckDb
 from .tokenizer import GptTokenizer
+from .vector_scan import simd_vector_scan
 
 
 class BrowserApi:
@@ -76,6 +77,7 @@ async def open_browser_system(
         emit=(lambda event, detail: emit(event, json.dumps(detail))) if emit else None,
         exclusive=network.exclusive,
         online=network.online,
+        vector_scan=simd_vector_scan(host.vectorScan),
     )
     sql = WasmDuckDb(host.sql)
     return await MemorySystem.open(

@@ -9,7 +9,8 @@ batches of the configured model are loaded back; a different model has its own k
 two models' vectors never mix, and changing the model re-embeds in the background.
 A stored vector names its message and the text it was made from (a hash): after an edit
 the old text's vector never comes back to the message, which is embedded again instead.
-The top-k scan is an inner product in DuckDB, with the filters in the same SQL.
+The top-k scan runs over a copy of the codes held beside DuckDB (``vector_scan``: SIMD in
+the browser); filters become the list of docs it may return, read from DuckDB.
 
 Over 350 lines: loading, indexing, pruning and the scan share the stored batches'
 bookkeeping (``_stored``, ``_unverified``) and the indexing lock.
@@ -37,6 +38,7 @@ from .filters import Scope
 from .messages import hit, with_messages
 from .quantize import quantize
 from .tables import VECTORS_TABLE
+from .vector_scan import ScanFactory, VectorScan, python_vector_scan
 
 VECTORS = "local:memory:vectors"
 TABLE = VECTORS_TABLE
@@ -46,6 +48,9 @@ SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batch
 RETRY_S = 30.0  # after a provider failure
 LOAD_CHUNK = 8192  # stored vectors inserted per statement at start
 WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
+# A search ranks again while the scan held docs DuckDB no longer does (each time with
+# those forgotten); bounded, in case a scan cannot forget.
+MAX_RERANKS = 8
 # The text a vector was made from, as DuckDB sees it in ``search_text`` (64 bits of the
 # md5 of the folded text, the same in every version): a vector counts only for the text
 # a message has now (an edit of nothing but case or accents keeps its vector).
@@ -88,9 +93,13 @@ class VectorIndex:
         embedder: Embedder,
         emit: Callable[[str, dict[str, Any]], None] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        new_scan: ScanFactory = python_vector_scan,
     ) -> None:
-        """``sleep``: the settle and retry waits, on the system's time (tests move it)."""
+        """``sleep``: the settle and retry waits, on the system's time (tests move it);
+        ``new_scan``: the host's vector scan."""
         self.sessions = sessions
+        self.new_scan = new_scan
+        self.scan: VectorScan | None = None  # made when the vectors load
         self.sleep = sleep
         self.sql = sql
         self.storage = storage
@@ -175,6 +184,7 @@ class VectorIndex:
         await self.sql.execute(
             vectors_table(TABLE, "doc INTEGER, batch INTEGER", dims, self.config.compact_vectors)
         )
+        self.scan = await self.new_scan(dims)
         await self.sessions.flush()
         keys: list[VectorKey] = []
         batches: list[int] = []
@@ -215,6 +225,7 @@ class VectorIndex:
             "record": [k[1] for k in keys],
             "text_hash": [k[2] if len(k) > 2 else "" for k in keys],
             "batch": [str(batch) for batch in batches],
+            "row": [str(row) for row in range(len(keys))],
         }
         # A new staging table each time, dropped after: an in-memory DuckDB table keeps the
         # memory of deleted rows (100k vectors' worth after a load).
@@ -222,19 +233,34 @@ class VectorIndex:
         await self.sql.execute(
             vectors_table(
                 STAGING,
-                "session_id VARCHAR, record VARCHAR, text_hash VARCHAR, batch VARCHAR",
+                "session_id VARCHAR, record VARCHAR, text_hash VARCHAR, batch VARCHAR, row VARCHAR",
                 dims,
             )
         )
         await self.sql.insert_vectors(STAGING, columns, codes, scales, dims)
+        joined = (
+            f"FROM {STAGING} v JOIN chat_messages m "
+            f"ON m.session_id = v.session_id AND m.record = v.record {WITH_TEXT}"
+        )
         await self.sql.execute(
-            f"INSERT INTO {TABLE} SELECT m.doc, v.batch::INTEGER, v.vec, v.scale FROM {STAGING} v "
-            "JOIN chat_messages m ON m.session_id = v.session_id AND m.record = v.record "
-            f"{WITH_TEXT} "
+            f"INSERT INTO {TABLE} SELECT m.doc, v.batch::INTEGER, v.vec, v.scale {joined} "
             f"WHERE (v.text_hash = '' OR v.text_hash = {TEXT_HASH}) "
             f"AND NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
         )
+        # The rows that went in (each insert's batch numbers are its own), into the scan.
+        inserted = await self.sql.query(
+            f"SELECT m.doc, v.row::INTEGER AS row {joined} "
+            f"JOIN {TABLE} kept ON kept.doc = m.doc AND kept.batch = v.batch::INTEGER ORDER BY row"
+        )
         await self.sql.execute(f"DROP TABLE {STAGING}")
+        docs = [int(doc) for doc in inserted.column("doc")]
+        rows = [int(row) for row in inserted.column("row")]
+        if len(rows) < len(keys):
+            codes = b"".join(codes[row * dims : (row + 1) * dims] for row in rows)
+            every_scale = array("f", scales)
+            scales = array("f", [every_scale[row] for row in rows]).tobytes()
+        assert self.scan is not None  # made by _load, before any insert
+        self.scan.add(docs, codes, scales)
 
     _PENDING = f"""FROM chat_messages m {WITH_TEXT}
         WHERE t.folded <> '' AND m.role IN {EMBEDDED_ROLES}
@@ -377,32 +403,50 @@ class VectorIndex:
         self, vector: list[float], scope: Scope, limit: int
     ) -> list[dict[str, Any]]:
         """Top ``limit`` by inner product with the query, normalised here: the stored
-        vectors are unit length, so that is cosine similarity, computed more cheaply
-        (on the int8 codes, times each vector's scale)."""
+        vectors are unit length, so that is cosine similarity. The scan ranks; DuckDB
+        names the docs a filter allows, and reads the winners' messages in one statement
+        that also drops a doc whose vector or message is gone (a delete or an edit since):
+        the scan forgets those, and ranks again."""
         dims = self.config.dimensions
         if len(vector) != dims:
             raise InvalidValueError(
                 f"the query vector has {len(vector)} dimensions; {self.config.model!r} has {dims}"
             )
+        await self._loaded.wait()
+        assert self.scan is not None  # made by _load
         norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-        literal = "[" + ",".join(f"{x / norm:.7g}" for x in vector) + "]"
-        narrowed = scope.condition != "TRUE"
-        source = (
-            f"{TABLE} v JOIN chat_messages m ON m.doc = v.doc {scope.join} WHERE {scope.condition}"
-            if narrowed
-            else f"{TABLE} v"
-        )
-        ranked = await self.sql.query(
+        query = [x / norm for x in vector]
+        allow = None
+        if scope.condition != "TRUE":
+            allowed = await self.sql.query(
+                f"SELECT m.doc FROM chat_messages m {scope.join} WHERE {scope.condition}",
+                scope.params,
+            )
+            allow = [int(doc) for doc in allowed.column("doc")]
+        for _ in range(MAX_RERANKS):
+            ranked = self.scan.top_k(query, limit, allow)
+            found = await self._messages_of(ranked)
+            if len(found) == len(ranked):
+                break
+            present = {hit["doc"] for hit in found}
+            self.scan.remove([doc for doc, _ in ranked if doc not in present])
+        return found
+
+    async def _messages_of(self, ranked: list[tuple[int, float]]) -> list[dict[str, Any]]:
+        """The ranked docs' messages, best first, in one statement; a doc whose vector or
+        message DuckDB no longer holds is left out."""
+        if not ranked:
+            return []
+        values = ", ".join(f"({int(doc)}, {float(score)!r})" for doc, score in ranked)
+        found = await self.sql.query(
             with_messages(
-                f"SELECT v.doc, array_inner_product(CAST(v.vec AS FLOAT[{dims}]), "
-                f"CAST(? AS FLOAT[{dims}])) * v.scale AS score "
-                f"FROM {source} ORDER BY score DESC LIMIT ?"
-            ),
-            [literal, *scope.params, limit],
+                f"SELECT r.doc, r.score::DOUBLE AS score FROM (VALUES {values}) r(doc, score) "
+                f"JOIN {TABLE} v ON v.doc = r.doc"
+            )
         )
         return [
-            hit(session_id, record, body, float(score))
-            for _, score, session_id, record, _, body in ranked.tuples()
+            hit(session_id, record, body, float(score), doc=int(doc))
+            for doc, score, session_id, record, _, body in found.tuples()
         ]
 
     def status(self) -> dict[str, Any]:

@@ -1,0 +1,158 @@
+"""Search against its floor and its peer, in one page (issue 13): our keyword, semantic
+and hybrid top-10 over 100,000 stored messages beside Orama's fulltext, vector and hybrid
+search over the same texts and the same vectors, and beside a plain JavaScript
+brute-force cosine scan of those vectors in one flat Float32Array.
+
+The same vectors: the store's own int8 codes and scales, read back through
+``memory.query`` and decoded to float32, so Orama and the scan rank exactly what we rank.
+Queries alternate between the contenders, one query at a time, so a burst of machine
+noise falls on all of them alike. Orama runs with English stemming and stop words
+(@orama/stemmers, @orama/stopwords), its vector search with similarity -1 so that it
+ranks every vector, as we do.
+"""
+
+import subprocess
+
+from harness import ROOT, blank_page, summarise
+from search_scenarios import BOOT, FILL, corpus, renderer_memory_mb, vocabulary
+
+ENTRY = ROOT / "bench" / "peers" / "entry.mjs"
+BUNDLE = ROOT / "build" / "out" / "bench-peers.mjs"
+DIMS = 384
+
+# Every stored message's text and vector, in doc order, as Orama's documents and as one
+# flat Float32Array (unit length: cosine is then a dot product).
+LOAD = """async ({ dims, chunk }) => {
+    const peers = await import('/__bench__/peers.mjs');
+    const texts = [];
+    const parts = [];
+    for (let offset = 0; ; offset += chunk) {
+        const rows = await memory.query(
+            `SELECT json_extract_string(m.body, '$.content') AS content, v.vec AS vec, v.scale AS scale
+             FROM message_vectors v JOIN chat_messages m ON m.doc = v.doc
+             ORDER BY v.doc LIMIT ? OFFSET ?`, [chunk, offset]);
+        if (!rows.length) break;
+        const block = new Float32Array(rows.length * dims);
+        rows.forEach((row, r) => {
+            let norm = 0;
+            for (let i = 0; i < dims; i++) norm += row.vec[i] * row.vec[i];
+            norm = Math.sqrt(norm) || 1;
+            for (let i = 0; i < dims; i++) block[r * dims + i] = row.vec[i] / norm;
+            texts.push(row.content);
+        });
+        parts.push(block);
+    }
+    const flat = new Float32Array(texts.length * dims);
+    let at = 0;
+    for (const block of parts) { flat.set(block, at); at += block.length; }
+    window.peers = { ...peers, texts, flat, dims };
+    return texts.length;
+}"""
+
+BUILD_ORAMA = """async () => {
+    const { create, insertMultiple, stemmer, stopwords, texts, flat, dims } = window.peers;
+    const started = performance.now();
+    const db = create({
+        schema: { content: 'string', embedding: `vector[${dims}]` },
+        components: { tokenizer: { stemming: true, stemmer, stopWords: stopwords } },
+    });
+    const docs = texts.map((content, i) => ({ content, embedding: flat.subarray(i * dims, (i + 1) * dims) }));
+    await insertMultiple(db, docs, 1000);
+    window.peers.orama = db;
+    return performance.now() - started;
+}"""
+
+# One query each, in turn: ours, then the peer (and the scan), with the same text and
+# vector. Vectors are drawn like the stored ones (uniform codes), so scores spread alike.
+QUERIES = """async ({ keywords, n }) => {
+    const { search, orama, flat, dims } = window.peers;
+    const time = async (fn) => { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; };
+    const count = flat.length / dims;
+    const scan = (query) => {  // top 10 by dot product, kept in a small sorted array
+        const best = [], scores = [];
+        for (let d = 0, base = 0; d < count; d++, base += dims) {
+            let dot = 0;
+            for (let i = 0; i < dims; i++) dot += query[i] * flat[base + i];
+            if (best.length < 10 || dot > scores[best.length - 1]) {
+                let at = Math.min(best.length, 9);
+                while (at > 0 && scores[at - 1] < dot) { scores[at] = scores[at - 1]; best[at] = best[at - 1]; at--; }
+                scores[at] = dot; best[at] = d;
+                if (best.length > 10) { best.length = 10; scores.length = 10; }
+            }
+        }
+        return best;
+    };
+    const out = { keyword: [], oramaKeyword: [], semantic: [], scan: [], oramaVector: [],
+                  hybrid: [], oramaHybrid: [], found: { keyword: 0, oramaKeyword: 0 } };
+    for (let i = 0; i < n; i++) {
+        const term = keywords[i % keywords.length];
+        const raw = Array.from({ length: dims }, () => Math.random() - 0.5);
+        const norm = Math.sqrt(raw.reduce((s, x) => s + x * x, 0));
+        const vector = Float32Array.from(raw, (x) => x / norm);
+        const asList = Array.from(vector);
+        let [ms, r] = await time(() => memory.search({ query: term, strategy: 'keyword', limit: 10 }));
+        out.keyword.push(ms); out.found.keyword += r.results.length;
+        [ms, r] = await time(() => search(orama, { term, properties: ['content'], limit: 10 }));
+        out.oramaKeyword.push(ms); out.found.oramaKeyword += r.hits.length;
+        out.semantic.push((await time(() => memory.search({ vector: asList, strategy: 'semantic', limit: 10 })))[0]);
+        out.scan.push((await time(async () => scan(vector)))[0]);
+        out.oramaVector.push((await time(() => search(orama, { mode: 'vector',
+            vector: { value: vector, property: 'embedding' }, similarity: -1, limit: 10 })))[0]);
+        out.hybrid.push((await time(() => memory.search({ query: term, vector: asList, strategy: 'relevant', limit: 10 })))[0]);
+        out.oramaHybrid.push((await time(() => search(orama, { mode: 'hybrid', term, properties: ['content'],
+            vector: { value: vector, property: 'embedding' }, similarity: -1, limit: 10 })))[0]);
+    }
+    return out;
+}"""
+
+
+def bundle() -> None:
+    """The peers as one ES module for the bench page (esbuild, from node_modules)."""
+    BUNDLE.parent.mkdir(parents=True, exist_ok=True)
+    esbuild = str(ROOT / "node_modules" / ".bin" / "esbuild")
+    subprocess.run(
+        [esbuild, str(ENTRY), "--bundle", "--format=esm", f"--outfile={BUNDLE}", "--log-level=warning"],
+        check=True,
+    )  # fmt: skip
+
+
+def peer_page(context, base_url: str):
+    page = blank_page(context, base_url)
+    page.route(
+        "**/__bench__/peers.mjs",
+        lambda route: route.fulfill(path=str(BUNDLE), content_type="text/javascript"),
+    )
+    return page
+
+
+def run(browser, base_url: str, calls: int = 50) -> list[dict]:
+    bundle()
+    context = browser.new_context()
+    page = peer_page(context, base_url)
+    page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}})
+    filled = page.evaluate(FILL, {"sessions": corpus(500, 200), "scoped": 0})
+    assert filled["vectors"] == 100_000, filled
+    assert page.evaluate(LOAD, {"dims": DIMS, "chunk": 5000}) == 100_000
+    before_orama = renderer_memory_mb()
+    build_ms = page.evaluate(BUILD_ORAMA)
+    orama_mb = renderer_memory_mb() - before_orama
+    words = vocabulary()
+    keywords = [" ".join(words[(i * 37) % 1500 : (i * 37) % 1500 + 1 + i % 3]) for i in range(50)]
+    page.evaluate(QUERIES, {"keywords": keywords, "n": 5})  # warm-up
+    found = page.evaluate(QUERIES, {"keywords": keywords, "n": calls})
+    context.close()
+    return [
+        summarise("peers at 100k: Orama build (insertMultiple)", [build_ms]),
+        summarise("  renderer memory Orama adds", [orama_mb], "MB"),
+        summarise("keyword (BM25) top-10 at 100k [peer run]", found["keyword"]),
+        summarise("  Orama fulltext top-10", found["oramaKeyword"]),
+        summarise("semantic top-10 at 100k, int8 [peer run]", found["semantic"]),
+        summarise("  plain JS float32 brute force top-10", found["scan"]),
+        summarise("  Orama vector top-10 (similarity -1)", found["oramaVector"]),
+        summarise("hybrid (relevant) top-10 at 100k [peer run]", found["hybrid"]),
+        summarise("  Orama hybrid top-10", found["oramaHybrid"]),
+        summarise("  results per keyword query: ours", [found["found"]["keyword"] / calls], "n"),
+        summarise(
+            "  results per keyword query: Orama", [found["found"]["oramaKeyword"] / calls], "n"
+        ),
+    ]
