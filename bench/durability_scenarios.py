@@ -2,7 +2,8 @@
 resolves, with durability 'strict' (the default: IndexedDB flushed the commit to disk)
 and 'relaxed' (the browser has it), at a session of 10 messages and of 10,000, beside
 the platform's floor, one plain IndexedDB put of a message's JSON text per transaction
-awaited until `complete`, with either durability. All in one browser run.
+awaited until `complete`, with either durability, and the peer's: idb-keyval's `set` of
+the same text. All in one browser run.
 
 Each durability has its own memory system in its own browser context (its own profile,
 so its own IndexedDB: the library keeps every userId in one store, so distinct userIds

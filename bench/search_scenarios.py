@@ -217,14 +217,6 @@ def run(browser, base_url: str) -> list[dict]:
     result = page.evaluate(QUERIES, {"keywords": keywords, "substrings": substrings, "n": 100})
     after = renderer_memory_mb()
     compact_mb = page.evaluate(TABLES_MB)
-    # The same vectors held as float32: faster scans, four times the memory.
-    page.evaluate(
-        "c => memory.configureEmbeddings(c)",
-        {"compactVectors": False, "backgroundIndexing": False},
-    )
-    assert page.evaluate(VECTORS_LOADED)["indexed"] == 100_000
-    wide = page.evaluate(QUERIES, {"keywords": keywords, "substrings": substrings, "n": 100})
-    wide_mb = page.evaluate(TABLES_MB)
     embedding = page.evaluate(QUERY_EMBEDDING, 20)[2:]  # the first loads the model
     loaded = renderer_memory_mb()
     page.close()  # a new page: what a returning user's tab holds once everything is back
@@ -242,9 +234,6 @@ def run(browser, base_url: str) -> list[dict]:
         summarise("hybrid top-10 at 100k", result["hybrid"]),
         summarise("relevant top-10 with character+role filters", result["filtered"]),
         summarise("  DuckDB tables, vectors as int8 (default)", [compact_mb], "MB"),
-        summarise("semantic top-10, vectors held as float32", wide["semantic"]),
-        summarise("hybrid top-10, vectors held as float32", wide["hybrid"]),
-        summarise("  DuckDB tables, vectors as float32", [wide_mb], "MB"),
         summarise("renderer memory: blank page", [blank], "MB"),
         summarise("  booted, empty store", [before], "MB"),
         summarise("  100k messages + 100k vectors", [after], "MB"),

@@ -5,6 +5,7 @@
 import os from "node:os";
 
 import { createVectorScan } from "../../web/worker/vector-scan.mjs";
+import { randomSource } from "../../tests/js/random-source.mjs";
 
 const COUNT = 100_000;
 const DIMS = 384;
@@ -12,17 +13,6 @@ const K = 10;
 const WARMUP_QUERIES = 5;
 const TIMED_QUERIES = 30;
 
-/** Deterministic, so runs compare. */
-function randomSource(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = randomSource(7);
 const gaussian = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
 

@@ -4,24 +4,13 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
 import { createVectorScan } from "../../web/worker/vector-scan.mjs";
+import { randomSource } from "./random-source.mjs";
 
 const DIMS = 384;
 const KERNELS = [
   ["SIMD", {}],
   ["JS fallback", { simd: false }],
 ];
-
-/** Deterministic, so a failure can be replayed. */
-function randomSource(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function unitVector(random, dims) {
   const gaussian = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());

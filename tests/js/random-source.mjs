@@ -1,0 +1,12 @@
+/** Deterministic numbers in [0, 1) from a seed (mulberry32), so a failure can be replayed
+ *  and bench runs compare. */
+export function randomSource(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
