@@ -260,9 +260,8 @@ def run_scoped(browser, base_url: str, calls: int = 100) -> list[dict]:
         found = page.evaluate(SCOPED, {"keywords": keywords, "n": calls})
         context.close()
         size = f"{sessions * 200 // 1000}k"
-        rows.append(
-            summarise(f"one conversation (600) of {size}: round-trip floor", found["floor"])
-        )
+        rows.append(summarise(f"one conversation (600) of {size}: ping floor", found["ping"]))
+        rows.append(summarise("  one DuckDB statement, inside the worker", found["floor"]))
         for name in ("keyword", "semantic", "relevant", "hybrid"):
             rows.append(summarise(f"  {name} top-10 (vectors given: no embedding)", found[name]))
             rows.append(summarise("    of which inside the worker", found[f"{name} inside"]))
