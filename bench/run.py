@@ -264,6 +264,7 @@ def main() -> None:
             "context",
             "search",
             "scoped",
+            "peers",
             "embedding",
         ],
         default=None,
