@@ -21,15 +21,16 @@ BUNDLE = ROOT / "build" / "out" / "bench-peers.mjs"
 DIMS = 384
 
 # Every stored message's text and vector, in doc order, as Orama's documents and as one
-# flat Float32Array (unit length: cosine is then a dot product).
+# flat Float32Array (unit length: cosine is then a dot product). The text as search
+# indexed it (folded: the bench's words are lower-case ASCII, so the same words).
 LOAD = """async ({ dims, chunk }) => {
     const peers = await import('/__bench__/peers.mjs');
     const texts = [];
     const parts = [];
     for (let offset = 0; ; offset += chunk) {
         const rows = await memory.query(
-            `SELECT json_extract_string(m.body, '$.content') AS content, v.vec AS vec, v.scale AS scale
-             FROM message_vectors v JOIN chat_messages m ON m.doc = v.doc
+            `SELECT t.folded AS content, v.vec AS vec, v.scale AS scale
+             FROM message_vectors v JOIN search_text t ON t.doc = v.doc
              ORDER BY v.doc LIMIT ? OFFSET ?`, [chunk, offset]);
         if (!rows.length) break;
         const block = new Float32Array(rows.length * dims);
@@ -56,8 +57,12 @@ BUILD_ORAMA = """async () => {
         schema: { content: 'string', embedding: `vector[${dims}]` },
         components: { tokenizer: { stemming: true, stemmer, stopWords: stopwords } },
     });
-    const docs = texts.map((content, i) => ({ content, embedding: flat.subarray(i * dims, (i + 1) * dims) }));
-    await insertMultiple(db, docs, 1000);
+    // Orama takes vectors as plain arrays (as an app would hand them over), and keeps them.
+    for (let first = 0; first < texts.length; first += 1000) {
+        const docs = texts.slice(first, first + 1000).map((content, i) => ({
+            content, embedding: Array.from(flat.subarray((first + i) * dims, (first + i + 1) * dims)) }));
+        await insertMultiple(db, docs, 1000);
+    }
     window.peers.orama = db;
     return performance.now() - started;
 }"""
