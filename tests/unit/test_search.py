@@ -2,8 +2,9 @@
 
 import pytest
 
+from airi_memory.errors import InvalidValueError
 from contract.common import QUIET
-from contract.search_contract import CASES, session_with, use_toy_embeddings
+from contract.search_contract import CASES, session_with, settled, use_toy_embeddings
 from native_systems import system_factory
 
 
@@ -40,3 +41,19 @@ async def test_diagnostics_need_the_diagnostics_option(enabled, tmp_path):
         assert "diagnostics: true" in reply["error"]["message"]
     assert stored == [{"n": 0}]
     assert await system.storage.get_keys("local") == keys_before
+
+
+async def test_semantic_search_says_when_its_vectors_could_not_load(tmp_path):
+    """A host whose vector scan cannot be made: the status says why, and a semantic search
+    is refused with that reason instead of failing on a missing scan."""
+    system = await system_factory("memory", tmp_path)(**QUIET)
+
+    async def no_scan(dims):
+        raise RuntimeError(f"no scan for {dims} dimensions")
+
+    system.ports.vector_scan = no_scan
+    await use_toy_embeddings(system)
+    status = await settled(system, state="error")
+    assert "no scan for 48 dimensions" in status["lastError"]
+    with pytest.raises(InvalidValueError, match=r"vectors did not load .*no scan for 48"):
+        await system.searcher.search({"query": "frog", "strategy": "semantic"})

@@ -413,7 +413,10 @@ class VectorIndex:
                 f"the query vector has {len(vector)} dimensions; {self.config.model!r} has {dims}"
             )
         await self._loaded.wait()
-        assert self.scan is not None  # made by _load
+        if self.scan is None:  # the load failed before it began
+            raise InvalidValueError(
+                f"semantic search is unavailable: the vectors did not load ({self.last_error})"
+            )
         norm = math.sqrt(sum(x * x for x in vector)) or 1.0
         query = [x / norm for x in vector]
         allow = None
