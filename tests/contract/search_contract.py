@@ -389,6 +389,25 @@ async def case_semantic_search_indexes_in_the_background_and_persists(open_syste
     assert rows == [{"n": 3}]
 
 
+async def case_a_named_speaker_lowers_negative_similarities_too(open_system):
+    """The other speaker's turns lose ground even when every similarity is below zero:
+    halving -0.2 would raise it to -0.1, past the named speaker's -0.25."""
+    import hashlib
+
+    system = await open_system(**QUIET)
+    await use_toy_embeddings(system)
+    await session_with(system, [("assistant", "alpha"), ("user", "beta")])
+    await settled(system, indexed=2)
+    dims = [int(hashlib.md5(w.encode()).hexdigest(), 16) % 48 for w in ("alpha", "beta")]
+    assert dims[0] != dims[1]
+    vector = [0.0] * 48
+    vector[dims[0]], vector[dims[1]] = -0.2, -0.25  # both turns point away from the query
+    question = {"query": "what did Maya say", "vector": vector, "strategy": "relevant"}
+    assert contents(await system.searcher.search(question)) == ["alpha", "beta"]
+    named = {**question, "speakers": {"user": "Maya", "assistant": "Tom"}}
+    assert contents(await system.searcher.search(named)) == ["beta", "alpha"]
+
+
 async def case_vectors_are_int8_and_score_as_cosine(open_system):
     """Vectors are kept as int8 codes and a scale; scores stay within 0.01 of the exact
     cosine, and the order is the exact order."""

@@ -292,14 +292,15 @@ def named_speaker(query: str, speakers: Speakers | None) -> str | None:
 
 
 def _prefer(hits: list[dict[str, Any]], speaker: str | None) -> list[dict[str, Any]]:
-    """One retriever's hits with every turn not by ``speaker`` at half its score, best
-    first again (ranks feed reciprocal-rank fusion)."""
+    """One retriever's hits with every turn not by ``speaker`` lowered by half its
+    score's size, best first again (ranks feed reciprocal-rank fusion). By its size, not
+    halved: a cosine below zero would rise when halved."""
     if not speaker:
         return hits
     for hit in hits:
         hit["message"] = loads(hit["body"])
         if hit["message"].get("role") != speaker:
-            hit["score"] /= SPEAKER_BOOST
+            hit["score"] -= abs(hit["score"]) * (1 - 1 / SPEAKER_BOOST)
     return sorted(hits, key=lambda hit: -hit["score"])
 
 
