@@ -550,16 +550,25 @@ async def case_deleted_messages_take_their_stored_vectors_with_them(open_system)
     assert await stored_texts(system) == {"secret one", "keep two", "keep three", "other session"}
     await system.sessions.delete_message(sid, added[0]["id"])
     await until(system, {"keep two", "keep three", "other session"})
-    # The scan still held the deleted message's vector, ranked first: it forgets it and
-    # ranks again, so three results come back, none of them deleted.
+    scan = system.embeddings.vectors.scan
+    assert len(scan) == 3  # the prune that rewrote the stored batch emptied the scan too
+    # A vector the scan holds and DuckDB does not (a delete the prune has not reached),
+    # ranked first: the search forgets it and ranks again, so three results come back.
+    from array import array
+
+    from airi_memory.search.quantize import quantize
+
+    codes, scales = quantize(array("f", toy_vectors(["secret one"])[0]).tobytes(), 48)
+    scan.add([10**6], codes, scales)
     found = await system.searcher.search({"query": "secret one", "strategy": "semantic",
                                           "limit": 3})  # fmt: skip
     assert sorted(contents(found)) == ["keep three", "keep two", "other session"]
+    assert len(scan) == 3
     await system.sessions.update_message(sid, added[1]["id"], {"content": "kept 2"})
     await until(system, {"kept 2", "keep three", "other session"})
     await system.sessions.delete_session(sid)
     await until(system, {"other session"})
-    assert (await system.embeddings.status())["indexed"] == 1
+    assert (await system.embeddings.status())["indexed"] == 1 and len(scan) == 1
     restarted = await open_system(**QUIET)
     calls = await use_toy_embeddings(restarted)
     assert (await settled(restarted, indexed=1))["indexed"] == 1 and calls == []

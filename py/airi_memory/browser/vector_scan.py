@@ -24,6 +24,9 @@ class SimdVectorScan:
     def remove(self, docs: Sequence[int]) -> None:
         self.scan.remove(to_js(array("i", docs)))
 
+    def __len__(self) -> int:
+        return int(self.scan.size)
+
     def top_k(
         self, query: Sequence[float], k: int, allow: Sequence[int] | None
     ) -> list[tuple[int, float]]:

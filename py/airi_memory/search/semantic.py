@@ -123,6 +123,10 @@ class VectorIndex:
         self._run_began = (0.0, 0)  # when this indexing run began, and the count then
         # Stored batches by number (``message_vectors.batch``): storage key, vectors in it.
         self._stored: dict[int, tuple[str, int]] = {}
+        # The docs each batch put into the scan: a prune makes the scan forget those
+        # DuckDB no longer holds, so deleted vectors neither stay in memory nor crowd a
+        # search's top (which would then rank again, up to MAX_RERANKS times).
+        self._scanned: dict[int, array[int]] = {}
         self._batches = 0  # the last number given
         self._prune_due = True  # stored batches may hold vectors of deleted or edited messages
         # Stored batches without the text each vector was made from (older versions): taken
@@ -249,12 +253,14 @@ class VectorIndex:
         )
         # The rows that went in (each insert's batch numbers are its own), into the scan.
         inserted = await self.sql.query(
-            f"SELECT m.doc, v.row::INTEGER AS row {joined} "
+            f"SELECT m.doc, v.row::INTEGER AS row, kept.batch {joined} "
             f"JOIN {TABLE} kept ON kept.doc = m.doc AND kept.batch = v.batch::INTEGER ORDER BY row"
         )
         await self.sql.execute(f"DROP TABLE {STAGING}")
         docs = [int(doc) for doc in inserted.column("doc")]
         rows = [int(row) for row in inserted.column("row")]
+        for doc, batch in zip(docs, inserted.column("batch"), strict=True):
+            self._scanned.setdefault(int(batch), array("i")).append(doc)
         if len(rows) < len(keys):
             codes = b"".join(codes[row * dims : (row + 1) * dims] for row in rows)
             every_scale = array("f", scales)
@@ -361,11 +367,12 @@ class VectorIndex:
         """One stored batch again, with only the vectors DuckDB still holds from it, each
         with the text it stands for."""
         live = await self.sql.query(
-            f"SELECT m.session_id, m.record, {TEXT_HASH} FROM {TABLE} v JOIN chat_messages m "
-            f"ON m.doc = v.doc {WITH_TEXT} WHERE v.batch = ?",
+            f"SELECT m.session_id, m.record, {TEXT_HASH}, v.doc FROM {TABLE} v "
+            f"JOIN chat_messages m ON m.doc = v.doc {WITH_TEXT} WHERE v.batch = ?",
             [batch],
         )
-        texts = {(sid, record): text for sid, record, text in live.tuples()}
+        texts = {(sid, record): text for sid, record, text, _ in live.tuples()}
+        self._forget_in_scan(batch, {int(doc) for *_, doc in live.tuples()})
         self._unverified.discard(batch)
         data = await self.storage.get_item_raw(key)
         keys, codes, scales, dims = decode_batch(bytes(data)) if data else ([], b"", b"", 0)
@@ -380,6 +387,14 @@ class VectorIndex:
         kept_keys = [(*keys[row][:2], texts[keys[row][:2]]) for row in kept]
         await self.storage.set_item_raw(key, encode_batch(kept_keys, kept_codes, kept_scales, dims))
         self._stored[batch] = (key, len(kept))
+
+    def _forget_in_scan(self, batch: int, live: set[int]) -> None:
+        """The scan keeps, of the docs ``batch`` put in it, only those still ``live``."""
+        scanned = self._scanned.pop(batch, array("i"))
+        assert self.scan is not None  # batches exist only after the load made it
+        self.scan.remove([doc for doc in scanned if doc not in live])
+        if live:
+            self._scanned[batch] = array("i", [doc for doc in scanned if doc in live])
 
     def _progress(self) -> None:
         self.emit("embedding-progress", self.status())

@@ -22,6 +22,9 @@ class VectorScan(Protocol):
 
     def remove(self, docs: Sequence[int]) -> None: ...
 
+    def __len__(self) -> int:
+        """How many docs it holds."""
+
     def top_k(
         self, query: Sequence[float], k: int, allow: Sequence[int] | None
     ) -> list[tuple[int, float]]:
@@ -56,6 +59,9 @@ class PythonVectorScan:
     def remove(self, docs: Sequence[int]) -> None:
         for doc in docs:
             self.vectors.pop(doc, None)
+
+    def __len__(self) -> int:
+        return len(self.vectors)
 
     def top_k(
         self, query: Sequence[float], k: int, allow: Sequence[int] | None
