@@ -37,6 +37,7 @@ from .search.live_embeddings import LiveEmbeddings
 from .search.semantic import VectorIndex
 from .search.service import Searcher
 from .search.tables import SearchTables
+from .search.term_index import TermIndex, TermIndexFactory, python_term_index
 from .search.vector_scan import ScanFactory, python_vector_scan
 from .sessions import SessionStore
 from .sessions.analytics import message_analytics
@@ -65,6 +66,7 @@ class HostPorts:
     exclusive: Exclusive | None = None
     online: Callable[[], bool] | None = None  # whether the host has a network (navigator.onLine)
     vector_scan: ScanFactory = python_vector_scan  # the browser's is WebAssembly SIMD
+    term_index: TermIndexFactory = python_term_index  # the browser's is typed arrays in JS
 
 
 class MemorySystem:
@@ -75,8 +77,10 @@ class MemorySystem:
         options: SystemOptions,
         sessions: SessionStore,
         ports: HostPorts,
+        terms: TermIndex,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
+        """``terms``: the term index the session mirror keeps (``SearchTables``)."""
         self.storage = storage
         self.sql = sql
         self.options = options
@@ -97,7 +101,7 @@ class MemorySystem:
         self.composer = Composer(self.tokens, options.models)
         self.summarizer = Summarizer(sessions, storage, None, sessions.clock)
         self._configure_summarizer(options.summarizer)
-        self.searcher = Searcher(sessions, sql, options.retrieval)
+        self.searcher = Searcher(sessions, sql, options.retrieval, terms)
         self.embeddings = LiveEmbeddings(
             self.searcher,
             lambda config: make_embedder(config, ports.local_embedder, ports.http, ports.call_app),
@@ -128,15 +132,17 @@ class MemorySystem:
         sleep: Sleep = asyncio.sleep,
     ) -> "MemorySystem":
         options = parse_options(raw_options)
+        ports = ports or HostPorts()
+        terms = ports.term_index()
         sessions = await SessionStore.open(
             storage,
-            SessionMirror(sql, [SearchTables()]),
+            SessionMirror(sql, [SearchTables(terms)]),
             options.user_id,
             options.cache,
             clock,
             publish,
         )
-        system = cls(storage, sql, options, sessions, ports or HostPorts(), sleep)
+        system = cls(storage, sql, options, sessions, ports, terms, sleep)
         system.embeddings.use(options.embeddings)
         if system.ports.emit:  # records found damaged from now on; start-up's are in info()
             emit = system.ports.emit

@@ -5,7 +5,7 @@ and in Pyodide; self-contained like the other contracts."""
 import math
 
 from airi_memory.errors import InvalidValueError
-from airi_memory.search.filters import SearchFilters, scope
+from airi_memory.search.filters import SearchFilters, allowed_docs, scope
 from airi_memory.search.keyword import bm25
 from contract.common import DAY, QUIET, START, Clock, eventually, expect_error
 
@@ -29,7 +29,9 @@ async def case_bm25_matches_hand_computed_scores(open_system):
     system = await open_system(**QUIET)
     await session_with(system, ["apple banana", "Apple apples cherry", "banana"])
     await system.sessions.mirror.flush()  # bm25 reads DuckDB directly; search() flushes itself
-    hits = await bm25(system.sql, "apple", scope(SearchFilters(), "tester", True), 10)
+    allow = await allowed_docs(system.sql, scope(SearchFilters(), "tester", True))
+    assert sorted(allow) == [1, 2, 3]  # the user's own messages
+    hits = await bm25(system.sql, system.searcher.terms, "apple", allow, 10)
     # N = 3 messages, average length 2 terms; "apple" is in 2 of them (stemmed: "appl").
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
 
@@ -66,10 +68,97 @@ async def case_filtered_keyword_search_uses_the_statistics_of_what_it_searches(o
                            "filters": {"characterIds": ["a"]}})  # fmt: skip
     assert contents(within)[0] == "biscuit jar"
     await system.sessions.mirror.flush()
-    where = scope(SearchFilters(characterIds=["a"]), "tester", False)
-    store_wide = await bm25(system.sql, "maya biscuit", where, 10, scoped_stats=False)
+    allow = await allowed_docs(
+        system.sql, scope(SearchFilters(characterIds=["a"]), "tester", False)
+    )
+    terms = system.searcher.terms
+    store_wide = await bm25(system.sql, terms, "maya biscuit", allow, 10, scoped_stats=False)
     assert len(store_wide) == 3  # what the whole store's statistics would rank first:
     assert "maya maya walked" in store_wide[0]["body"]
+
+
+# BM25 over DuckDB's own tables, as the term index must rank: the oracle it is checked by.
+_ORACLE = """
+    WITH q(term, qtf) AS (VALUES {values}),
+    searched AS (SELECT m.doc FROM chat_messages m {join} WHERE {condition}),
+    stats AS (SELECT count(*) AS n, greatest(avg(t.terms), 1) AS avgdl
+              FROM search_text t JOIN searched USING (doc) WHERE t.terms > 0),
+    hits AS (SELECT doc, term, tf FROM search_terms JOIN searched USING (doc)
+             WHERE term IN (SELECT term FROM q)),
+    df AS (SELECT term, count(*) AS df FROM hits GROUP BY term)
+    SELECT h.doc, sum(q.qtf * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) * h.tf * 2.2
+        / (h.tf + 1.2 * (1 - 0.75 + 0.75 * t.terms / stats.avgdl))) AS score
+    FROM hits h JOIN q USING (term) JOIN df USING (term) JOIN search_text t ON t.doc = h.doc,
+    stats GROUP BY h.doc ORDER BY score DESC, h.doc"""
+
+
+async def case_the_term_index_ranks_as_duckdbs_tables_say(open_system):
+    """The term index beside DuckDB follows every insert, edit, delete, snapshot and
+    restart: its BM25 ranking is the one computed from DuckDB's tables, filtered or not."""
+    import random
+
+    from airi_memory.search.text import term_id, terms
+
+    words = [
+        "maya",
+        "biscuit",
+        "river",
+        "apple",
+        "walk",
+        "phone",
+        "garden",
+        "violin",
+        "rain",
+        "night",
+        "tea",
+        "map",
+    ]
+    rng = random.Random(7)
+
+    def text():
+        return " ".join(rng.choice(words) for _ in range(rng.randint(1, 7)))
+
+    async def agrees(system, stage):
+        await system.sessions.mirror.flush()
+        index = system.searcher.terms
+        counted = await system.query("SELECT count(*) AS n FROM search_text")
+        assert len(index) == counted[0]["n"], stage
+        for query in ("maya", "biscuit river", "tea tea night map", "walk rain apple garden"):
+            counts = {}
+            for term in terms(query):
+                counts[term_id(term)] = counts.get(term_id(term), 0) + 1
+            values = ", ".join(f"({t}::BIGINT, {n})" for t, n in counts.items())
+            for filters in ({}, {"characterIds": ["a"]}, {"roles": ["assistant"]}):
+                where = scope(SearchFilters(**filters), "tester", False)
+                sql = _ORACLE.format(values=values, join=where.join, condition=where.condition)
+                expected = (await system.sql.query(sql, where.params)).tuples()
+                allow = await allowed_docs(system.sql, where)
+                got = index.top_k(list(counts), list(counts.values()), 1000, allow, True)
+                assert [d for d, _, _ in got] == [d for d, _ in expected], (stage, query, filters)
+                for (_, score, _), (_, oracle) in zip(got, expected, strict=True):
+                    assert abs(score - oracle) < 1e-9 * max(1.0, abs(oracle)), (stage, query)
+
+    system = await open_system(**QUIET)
+    made = []
+    for character in "abab":
+        roles = [(rng.choice(["user", "assistant"]), text()) for _ in range(12)]
+        made.append(await session_with(system, roles, characterId=character))
+    await agrees(system, "added")
+    sid, added = made[0]
+    for message in added[:3]:
+        await system.sessions.delete_message(sid, message["id"])
+    for message in added[3:6]:
+        await system.sessions.update_message(sid, message["id"], {"content": text()})
+    await system.sessions.delete_session(made[1][0])
+    await agrees(system, "edited and deleted")
+    await system.sessions.snapshot()
+    await session_with(system, [text() for _ in range(5)], characterId="a")  # the journal
+    restarted = await open_system(**QUIET)
+    await agrees(restarted, "restarted from a snapshot and the journal")
+    sid, added = made[2]
+    await restarted.sessions.delete_message(sid, added[0]["id"])
+    await session_with(restarted, [text() for _ in range(5)], characterId="b")
+    await agrees(restarted, "written after the restart")
 
 
 async def case_stop_words_are_nltks_and_names_and_numbers_stay(open_system):

@@ -295,3 +295,15 @@ function countBits(bitmap, length) {
   for (let i = 0; i < length; i++) count += (bitmap[i >> 3] >> (i & 7)) & 1;
   return count;
 }
+
+/** Numeric columns of `exportArrow` bytes (a snapshot's table), as typed arrays, by name:
+ *  read here, where the format is made, so that they never cross into Python. */
+export function columnsOfExport(bytes, names) {
+  const table = tableFromIPC(bytes);
+  return names.map((name) => {
+    const column = table.getChild(name);
+    if (column === null) throw new Error(`the saved table has no column ${name}`);
+    if (column.nullCount > 0) throw new Error(`the saved table's column ${name} holds nulls`);
+    return column.toArray();
+  });
+}

@@ -1,16 +1,17 @@
 // Everything the Python ports reach in the browser, gathered in one object: IndexedDB
 // stores (storage port), a DuckDB-WASM connection (SQL port), gpt-tokenizer (token
 // port), fetch (HTTP port), the network's state and Web Locks (the sync runner), the
-// vectors' SIMD scan (vector scan port) and the local embedding model (embedding port, in
-// a worker of its own). The worker hands it to
-// Python at boot; tests inside pytest-pyodide import it the same way. `onEvent` receives
-// progress the page may want to show; `timeouts` (the options' own, validated again by
-// Python) bound the waits on DuckDB and on the model.
-import { openDuckDb } from "./duckdb-engine.mjs";
+// vectors' SIMD scan (vector scan port), the keyword index's postings (term index port)
+// and the local embedding model (embedding port, in a worker of its own). The worker
+// hands it to Python at boot; tests inside pytest-pyodide import it the same way.
+// `onEvent` receives progress the page may want to show; `timeouts` (the options' own,
+// validated again by Python) bound the waits on DuckDB and on the model.
+import { columnsOfExport, openDuckDb } from "./duckdb-engine.mjs";
 import { createLocalEmbedder } from "./embeddings.mjs";
 import { request } from "./http.mjs";
 import { failNextCommits, openStore } from "./idb-store.mjs";
 import { network } from "./network.mjs";
+import { createTermIndex } from "./term-index.mjs";
 import { createVectorScan } from "./vector-scan.mjs";
 
 export { setOnline } from "./network.mjs"; // the worker passes on what the page says
@@ -25,10 +26,18 @@ export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeou
     http: { request },
     network,
     vectorScan: { create: (dims) => createVectorScan(dims) },
+    termIndex: { create: () => createTermIndex(), addSaved: addSavedTables },
     embedder: createLocalEmbedder(runtimeUrl, (detail) => onEvent("embedding-progress", detail), {
       loadTimeoutMs: positive(timeouts.embeddingLoadMs),
     }),
   };
+}
+
+/** A snapshot's search_terms and search_text (DuckDB's exportArrow bytes) into a term index. */
+function addSavedTables(index, termsTable, textTable) {
+  const [postingDocs, terms, tfs] = columnsOfExport(termsTable, ["doc", "term", "tf"]);
+  const [docs, lengths] = columnsOfExport(textTable, ["doc", "terms"]);
+  index.add(docs, lengths, postingDocs, terms, tfs);
 }
 
 /** A number of milliseconds setTimeout can wait, or undefined (the default then applies;

@@ -9,6 +9,8 @@
 // Engines without SIMD (or without WebAssembly, as in iOS Lockdown mode) get a plain-JS
 // kernel with the same integer arithmetic, so both give identical results.
 
+import { TopK } from "./top-k.mjs";
+
 const PAGE_BYTES = 65536;
 /** With an allow list naming at least this share of the rows, reading every row in storage
  * order (and skipping the others) beats jumping between the allowed ones: a row read out of
@@ -280,46 +282,12 @@ function quantiseQuery(query) {
   return { codes, scale: maxAbs / steps };
 }
 
-/** The best `capacity` (score, doc) pairs offered, kept sorted: best score first, ties by
- * smaller doc. Insertion into a short sorted array beats a heap for the small k of search. */
-class TopK {
-  /** Offers scoring below this cannot enter (-Infinity until full); NaN never passes `>=`. */
-  floor = -Infinity;
-  #scores;
-  #docs;
-  #count = 0;
-
-  constructor(capacity) {
-    this.#scores = new Float64Array(capacity);
-    this.#docs = new Int32Array(capacity);
-  }
-
-  offer(score, doc) {
-    const scores = this.#scores;
-    const docs = this.#docs;
-    let slot = this.#count;
-    if (slot === scores.length) {
-      if (!ranksBefore(score, doc, scores[slot - 1], docs[slot - 1])) return;
-      slot--;
-    } else {
-      this.#count++;
-    }
-    for (; slot > 0 && ranksBefore(score, doc, scores[slot - 1], docs[slot - 1]); slot--) {
-      scores[slot] = scores[slot - 1];
-      docs[slot] = docs[slot - 1];
-    }
-    scores[slot] = score;
-    docs[slot] = doc;
-    if (this.#count === scores.length) this.floor = scores[this.#count - 1];
-  }
-
-  result() {
-    return { docs: this.#docs.slice(0, this.#count), scores: Float32Array.from(this.#scores.subarray(0, this.#count)) };
-  }
+/** A TopK's pairs as the vector scan returns them: its scores are float32 values already
+ * (rounded before ranking), so the conversion is exact. */
+function float32Result(top) {
+  const { docs, scores } = top.result();
+  return { docs, scores: Float32Array.from(scores) };
 }
-
-const ranksBefore = (score, doc, otherScore, otherDoc) =>
-  score > otherScore || (score === otherScore && doc < otherDoc);
 
 class VectorScan {
   #dims;
@@ -417,9 +385,9 @@ class VectorScan {
     if (query.length !== this.#dims) throw new RangeError(`expected a query of ${this.#dims} values`);
     const capacity = Math.max(0, Math.min(k, this.#size));
     const top = new TopK(capacity);
-    if (capacity === 0) return top.result();
+    if (capacity === 0) return float32Result(top);
     const { rows, allowed } = allow === null ? { rows: this.#everyRow(), allowed: null } : this.#allowedRows(allow);
-    if (rows.length === 0) return top.result();
+    if (rows.length === 0) return float32Result(top);
     const { codes: queryCodes, scale: queryScale } = quantiseQuery(query);
     const dots = this.#kernel.dots(queryCodes, rows);
     const docs = this.#docs;
@@ -431,7 +399,7 @@ class VectorScan {
       const score = Math.fround(dots[i] * scales[row] * queryScale);
       if (score >= top.floor) top.offer(score, docs[row]);
     }
-    return top.result();
+    return float32Result(top);
   }
 
   /** The rows to score for an allow list, and a mark of the allowed ones when that is not

@@ -20,6 +20,7 @@ from .http import FetchTransport
 from .indexeddb import IndexedDbDriver
 from .network import BrowserNetwork
 from .sql import WasmDuckDb
+from .term_index import js_term_index
 from .tokenizer import GptTokenizer
 from .vector_scan import simd_vector_scan
 
@@ -78,6 +79,7 @@ async def open_browser_system(
         exclusive=network.exclusive,
         online=network.online,
         vector_scan=simd_vector_scan(host.vectorScan),
+        term_index=js_term_index(host.termIndex),
     )
     sql = WasmDuckDb(host.sql)
     return await MemorySystem.open(

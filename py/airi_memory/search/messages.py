@@ -1,24 +1,33 @@
-"""The messages a ranking picked, joined onto it in the same statement.
+"""The messages a ranking picked, read in one statement.
 
-Ranking works on integers only; the text and JSON of the few winners are joined on
-after its LIMIT, inside one statement: in the browser every statement is a round trip
-to DuckDB's worker (several milliseconds), which cost as much as the ranking itself.
-``doc`` grows with insertion order, so DuckDB's zone maps skip almost every block.
+Ranking works on integers only (``term_index``, ``vector_scan``); the text and JSON of
+the few winners are read after it, all in one statement: in the browser every statement
+is a round trip to DuckDB's worker (a millisecond or more). ``doc`` grows with insertion
+order, so DuckDB's zone maps skip almost every block.
 """
 
+from collections.abc import Sequence
 from typing import Any
 
+from ..sql import SqlEngine
 
-def with_messages(ranking: str) -> str:
-    """``ranking`` (rows of ``doc``, ``score`` and any other columns, limited) with each
-    row's session id, record name, folded text and body after its own columns, best
-    first."""
-    return (
-        f"WITH ranked AS ({ranking}) "
-        "SELECT r.*, m.session_id, m.record, t.folded, m.body FROM ranked r "
-        "JOIN chat_messages m ON m.doc = r.doc JOIN search_text t ON t.doc = r.doc "
-        "ORDER BY r.score DESC, r.doc"
+Message = tuple[str, str, str, str]  # session id, record name, folded text, body
+
+
+async def messages_of(sql: SqlEngine, docs: Sequence[int], join: str = "") -> dict[int, Message]:
+    """The messages of ``docs`` by doc; a doc whose message is gone (or that ``join``,
+    on ``r.doc``, finds no row for) is left out."""
+    if not docs:
+        return {}
+    values = ", ".join(f"({int(doc)})" for doc in docs)  # integers we made: safe inline
+    found = await sql.query(
+        "SELECT r.doc, m.session_id, m.record, t.folded, m.body "
+        f"FROM (VALUES {values}) r(doc) JOIN chat_messages m ON m.doc = r.doc "
+        f"JOIN search_text t ON t.doc = r.doc {join}"
     )
+    return {
+        int(doc): (sid, record, folded, body) for doc, sid, record, folded, body in found.tuples()
+    }
 
 
 def hit(session_id: str, record: str, body: str, score: float, **extra: Any) -> dict[str, Any]:

@@ -23,7 +23,7 @@ import math
 import struct
 import time
 from array import array
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..errors import InvalidValueError
@@ -34,8 +34,7 @@ from ..storage import Storage
 from ..storage.driver import native_bytes
 from ..storage.values import loads
 from .embeddings import Embedder
-from .filters import Scope
-from .messages import hit, with_messages
+from .messages import hit, messages_of
 from .quantize import quantize
 from .tables import VECTORS_TABLE
 from .vector_scan import ScanFactory, VectorScan, python_vector_scan
@@ -411,17 +410,19 @@ class VectorIndex:
         self.query_embedding_ms = round((time.perf_counter() - started) * 1000, 1)
         return vector
 
-    async def nearest(self, query: str, scope: Scope, limit: int) -> list[dict[str, Any]]:
-        return await self.nearest_to(await self.embed_query(query), scope, limit)
+    async def nearest(
+        self, query: str, allow: Sequence[int] | None, limit: int
+    ) -> list[dict[str, Any]]:
+        return await self.nearest_to(await self.embed_query(query), allow, limit)
 
     async def nearest_to(
-        self, vector: list[float], scope: Scope, limit: int
+        self, vector: list[float], allow: Sequence[int] | None, limit: int
     ) -> list[dict[str, Any]]:
-        """Top ``limit`` by inner product with the query, normalised here: the stored
-        vectors are unit length, so that is cosine similarity. The scan ranks; DuckDB
-        names the docs a filter allows, and reads the winners' messages in one statement
-        that also drops a doc whose vector or message is gone (a delete or an edit since):
-        the scan forgets those, and ranks again."""
+        """Top ``limit`` by inner product with the query, normalised here (the stored
+        vectors are unit length, so that is cosine similarity), among the docs in
+        ``allow`` when it is given. The scan ranks; DuckDB reads the winners' messages in
+        one statement that also drops a doc whose vector or message is gone (a delete or
+        an edit since): the scan forgets those, and ranks again."""
         dims = self.config.dimensions
         if len(vector) != dims:
             raise InvalidValueError(
@@ -434,13 +435,6 @@ class VectorIndex:
             )
         norm = math.sqrt(sum(x * x for x in vector)) or 1.0
         query = [x / norm for x in vector]
-        allow = None
-        if scope.condition != "TRUE":
-            allowed = await self.sql.query(
-                f"SELECT m.doc FROM chat_messages m {scope.join} WHERE {scope.condition}",
-                scope.params,
-            )
-            allow = [int(doc) for doc in allowed.column("doc")]
         for _ in range(MAX_RERANKS):
             ranked = self.scan.top_k(query, limit, allow)
             found = await self._messages_of(ranked)
@@ -453,18 +447,13 @@ class VectorIndex:
     async def _messages_of(self, ranked: list[tuple[int, float]]) -> list[dict[str, Any]]:
         """The ranked docs' messages, best first, in one statement; a doc whose vector or
         message DuckDB no longer holds is left out."""
-        if not ranked:
-            return []
-        values = ", ".join(f"({int(doc)}, {float(score)!r})" for doc, score in ranked)
-        found = await self.sql.query(
-            with_messages(
-                f"SELECT r.doc, r.score::DOUBLE AS score FROM (VALUES {values}) r(doc, score) "
-                f"JOIN {TABLE} v ON v.doc = r.doc"
-            )
+        found = await messages_of(
+            self.sql, [doc for doc, _ in ranked], f"JOIN {TABLE} v ON v.doc = r.doc"
         )
         return [
-            hit(session_id, record, body, float(score), doc=int(doc))
-            for doc, score, session_id, record, _, body in found.tuples()
+            hit(found[doc][0], found[doc][1], found[doc][3], score, doc=doc)
+            for doc, score in ranked
+            if doc in found
         ]
 
     def status(self) -> dict[str, Any]:

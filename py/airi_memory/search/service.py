@@ -14,6 +14,7 @@ import asyncio
 import math
 import re
 import time
+from collections.abc import Sequence
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
@@ -24,7 +25,8 @@ from ..sessions import SessionStore
 from ..sql import SqlEngine
 from ..storage.values import loads
 from . import keyword
-from .filters import Scope, SearchFilters, scope
+from .filters import Scope, SearchFilters, allowed_docs, scope
+from .term_index import TermIndex
 from .text import fold
 
 Strategy = Literal["keyword", "semantic", "relevant", "hybrid", "recent"]
@@ -83,20 +85,25 @@ class SearchQuery(BaseModel):
 class SemanticRetriever(Protocol):
     """The vector side (``search.semantic``), when embeddings are configured."""
 
-    async def nearest(self, query: str, scope: Scope, limit: int) -> list[dict[str, Any]]: ...
+    async def nearest(
+        self, query: str, allow: Sequence[int] | None, limit: int
+    ) -> list[dict[str, Any]]: ...
 
     async def nearest_to(
-        self, vector: list[float], scope: Scope, limit: int
+        self, vector: list[float], allow: Sequence[int] | None, limit: int
     ) -> list[dict[str, Any]]: ...
 
     def status(self) -> dict[str, Any]: ...
 
 
 class Searcher:
-    def __init__(self, sessions: SessionStore, sql: SqlEngine, config: RetrievalConfig) -> None:
+    def __init__(
+        self, sessions: SessionStore, sql: SqlEngine, config: RetrievalConfig, terms: TermIndex
+    ) -> None:
         self.sessions = sessions
         self.sql = sql
         self.config = config
+        self.terms = terms
         self.semantic: SemanticRetriever | None = None
 
     async def search(self, raw: Any) -> dict[str, Any]:
@@ -110,6 +117,11 @@ class Searcher:
         await self.sessions.flush()
         excluded = set(query.exclude_ids)
         speaker = named_speaker(query.query, query.speakers)
+        allow = (
+            None
+            if strategy == "recent"
+            else await allowed_docs(self.sql, self._scope(query.filters))
+        )
         # Excluded messages (the window, for recall) may crowd the top: ask for more only
         # while they leave too few, instead of reading a candidate for every exclusion.
         want = query.limit
@@ -119,7 +131,7 @@ class Searcher:
                 for rank, hit in enumerate(await self._recent(query, want)):
                     self._merge(found, hit, "recent", rank, 1.0)
             else:
-                await self._relevance(query, strategy, want, found, speaker)
+                await self._relevance(query, strategy, want, found, speaker, allow)
             hits = [h for h in found.values() if h["message"]["id"] not in excluded]
             exhausted = len(found) < want  # the retrievers had no more to give
             crowded = len(found) > len(hits)
@@ -147,26 +159,27 @@ class Searcher:
         want: int,
         found: dict[tuple[str, str], Any],
         speaker: str | None,
+        allow: Sequence[int] | None,
     ) -> None:
-        """Each retriever's candidates: ``want`` of them for a single retriever, more when
-        they are fused or a named speaker re-ranks them."""
+        """Each retriever's candidates among the docs in ``allow`` (every doc when None):
+        ``want`` of them for a single retriever, more when they are fused or a named
+        speaker re-ranks them."""
         single = strategy in ("keyword", "semantic") and not speaker
         pool = want * (1 if single else CANDIDATES)
-        where = self._scope(query.filters)
 
         async def by_keyword() -> list[dict[str, Any]]:
             if strategy == "semantic":
                 return []
-            return await keyword.bm25(self.sql, query.query, where, pool)
+            return await keyword.bm25(self.sql, self.terms, query.query, allow, pool)
 
         async def by_meaning() -> list[dict[str, Any]]:
             if strategy == "keyword" or self.semantic is None:
                 return []
             if query.vector is not None:
-                return await self.semantic.nearest_to(query.vector, where, pool)
-            return await self.semantic.nearest(query.query, where, pool)
+                return await self.semantic.nearest_to(query.vector, allow, pool)
+            return await self.semantic.nearest(query.query, allow, pool)
 
-        # At once: the query's embedding (the model's worker) overlaps BM25 (DuckDB's).
+        # At once: the query's embedding (the model's worker) overlaps the rankings.
         keyword_hits, semantic_hits = await asyncio.gather(by_keyword(), by_meaning())
         keyword_hits = _prefer(keyword_hits, speaker)
         semantic_hits = _prefer(semantic_hits, speaker)

@@ -1,17 +1,20 @@
-"""Search's own tables in the DuckDB mirror, kept up to date by the session mirror.
+"""Search's own tables in the DuckDB mirror, kept up to date by the session mirror, and
+the term index BM25 ranks with (``term_index``), kept beside them.
 
 ``SearchTables`` is registered with the mirror from above (api.py): it analyses each
 message's text once, when its row is built, and inserts its rows in the mirror's batches.
 The mirror deletes them with their messages (they are keyed by ``doc``), and snapshots
-save the text and term tables, so a start-up from a snapshot analyses nothing again.
+save the text and term tables, so a start-up from a snapshot analyses nothing again: the
+term index is loaded from those same saved tables.
 """
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..sessions.derived import insert_rows
 from ..sql import SqlEngine
+from .term_index import TermIndex
 from .text import fold, term_counts, term_id
 
 TEXT_TABLE = "search_text"
@@ -39,8 +42,20 @@ class SearchTables:
     # Vectors are stored by search.semantic, in their own records, per model.
     saved_tables = (TEXT_TABLE, TERMS_TABLE)
 
+    def __init__(self, index: TermIndex) -> None:
+        self.index = index
+
     def schema(self) -> list[str]:
         return SCHEMA
+
+    def cleared(self) -> None:
+        self.index.clear()
+
+    def restored(self, saved: Mapping[str, Any]) -> None:
+        self.index.add_saved(saved[TERMS_TABLE], saved[TEXT_TABLE])
+
+    def deleted(self, docs: Sequence[int]) -> None:
+        self.index.remove(docs)
 
     def analyse(self, text: str) -> tuple[str, Counter[str]]:
         return fold(text), term_counts(text)
@@ -55,6 +70,13 @@ class SearchTables:
             (doc, term_id(term), tf) for doc, (_, counts) in pairs for term, tf in counts.items()
         ]
         await insert_rows(sql, TERMS_TABLE, "doc, term, tf", terms)
+        self.index.add(
+            [doc for doc, _, _ in texts],
+            [length for _, length, _ in texts],
+            [doc for doc, _, _ in terms],
+            [term for _, term, _ in terms],
+            [tf for _, _, tf in terms],
+        )
 
     async def before_snapshot(self, sql: SqlEngine) -> None:
         """Order the term index by term, so a lookup skips the blocks that cannot match

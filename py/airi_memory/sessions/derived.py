@@ -5,11 +5,12 @@ messages (search) keeps its own tables keyed by that number and is registered fr
 (api.py), so sessions imports nothing of it. The mirror hands it each row's text when the
 row is built (the analysis then rides with the row), tells it of rows inserted in the
 same batches as its own columnar inserts, deletes its rows in the same statements that
-delete their messages, and a snapshot saves and restores the tables it names, so a
-start-up from a snapshot does not analyse every message again.
+delete their messages (telling it which), and a snapshot saves and restores the tables it
+names, so a start-up from a snapshot does not analyse every message again. What it keeps
+beside its tables (search's term index) follows the same four events.
 """
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ..sql import SqlEngine
@@ -27,6 +28,17 @@ class DerivedTables(Protocol):
 
     def schema(self) -> list[str]:
         """Statements creating its tables afresh (run whenever the mirror is created)."""
+
+    def cleared(self) -> None:
+        """Its tables were just created afresh: anything it holds beside them goes."""
+
+    def restored(self, saved: Mapping[str, Any]) -> None:
+        """Its saved tables were imported from a snapshot, as ``export_table`` made them
+        (by table name), not inserted through ``insert``."""
+
+    def deleted(self, docs: Sequence[int]) -> None:
+        """These messages are about to be deleted, with its rows (in the statements that
+        follow): anything it holds beside its tables forgets them now."""
 
     def analyse(self, text: str) -> Any:
         """What it needs from a message's text, computed once when its row is built."""

@@ -13,8 +13,9 @@ flushes it first, so they stay in one class.
 """
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -94,12 +95,21 @@ class SessionMirror:
         self._pending_messages.clear()
         for statement in SCHEMA + [s for owner in self.derived for s in owner.schema()]:
             await self.sql.execute(statement)
+        for owner in self.derived:
+            owner.cleared()
 
     @property
     def saved_tables(self) -> tuple[str, ...]:
         """The tables a snapshot saves: the messages and what is derived from them (the
         session table is rebuilt from its records: it is small)."""
         return ("chat_messages", *(t for owner in self.derived for t in owner.saved_tables))
+
+    def restored(self, saved: Sequence[Any]) -> None:
+        """The ``saved_tables`` (in their order) were imported from a snapshot: each owner
+        is handed its own, as exported."""
+        by_table = dict(zip(self.saved_tables, saved, strict=True))
+        for owner in self.derived:
+            owner.restored({table: by_table[table] for table in owner.saved_tables})
 
     def _derived_tables(self) -> list[str]:
         return [table for owner in self.derived for table in owner.tables]
@@ -149,10 +159,11 @@ class SessionMirror:
         await self._insert_apart(rows, insert, undo, lambda row: (row[0], None))
 
     async def _insert_messages(self, rows: list[MessageRow]) -> None:
-        for row in rows:
-            row.values[0], self._next_doc = self._next_doc, self._next_doc + 1
-
         async def insert(part: Sequence[MessageRow]) -> None:
+            # Numbered at each try: a doc that was undone is never used again (the
+            # derived owners may hold it as deleted).
+            for row in part:
+                row.values[0], self._next_doc = self._next_doc, self._next_doc + 1
             await insert_rows(self.sql, "chat_messages", MESSAGE_COLUMNS, [r.values for r in part])
             docs = [row.values[0] for row in part]
             for index, owner in enumerate(self.derived):
@@ -160,6 +171,8 @@ class SessionMirror:
 
         async def undo(part: Sequence[MessageRow]) -> None:
             span = [part[0].values[0], part[-1].values[0]]  # numbered in a row, just now
+            for owner in self.derived:
+                owner.deleted(range(span[0], span[1] + 1))
             for table in (*self._derived_tables(), "chat_messages"):
                 await self.sql.execute(f"DELETE FROM {table} WHERE doc BETWEEN ? AND ?", span)
 
@@ -208,20 +221,20 @@ class SessionMirror:
                     "DELETE FROM chat_sessions WHERE session_id = ?", [session_id]
                 )
             return
-        await self._with_keys(
-            {"session_id": list(session_ids)},
-            "DELETE FROM chat_sessions USING doomed WHERE chat_sessions.session_id = "
-            "doomed.session_id",
-        )
+        async with self._doomed({"session_id": list(session_ids)}):
+            await self.sql.execute(
+                "DELETE FROM chat_sessions USING doomed "
+                "WHERE chat_sessions.session_id = doomed.session_id"
+            )
 
-    async def _with_keys(self, columns: dict[str, list[str]], *statements: str) -> None:
-        """Run ``statements`` against a temporary ``doomed`` table holding ``columns``:
-        set-based statements instead of one per key."""
+    @contextlib.asynccontextmanager
+    async def _doomed(self, columns: dict[str, list[str]]) -> AsyncIterator[None]:
+        """A temporary ``doomed`` table holding ``columns`` while the block runs: set-based
+        statements instead of one per key."""
         definition = ", ".join(f"{name} VARCHAR" for name in columns)
         await self.sql.execute(f"CREATE OR REPLACE TEMP TABLE doomed ({definition})")
         await self.sql.insert_columns("doomed", columns)
-        for statement in statements:
-            await self.sql.execute(statement)
+        yield
         await self.sql.execute("DROP TABLE doomed")
 
     # --- buffered appends -----------------------------------------------------------
@@ -270,14 +283,20 @@ class SessionMirror:
         if not next(iter(keys.values())):
             return
         match = " AND ".join(f"m.{column} = doomed.{column}" for column in keys)
-        await self._with_keys(
-            keys,
-            *(
-                f"DELETE FROM {t} USING chat_messages m, doomed WHERE {t}.doc = m.doc AND {match}"
-                for t in self._derived_tables()
-            ),
-            "DELETE FROM chat_messages m USING doomed WHERE " + match,
-        )
+        async with self._doomed(keys):
+            if self.derived:
+                found = await self.sql.query(
+                    f"SELECT m.doc FROM chat_messages m, doomed WHERE {match}"
+                )
+                docs = [int(doc) for doc in found.column("doc")]
+                for owner in self.derived:
+                    owner.deleted(docs)
+            for table in self._derived_tables():
+                await self.sql.execute(
+                    f"DELETE FROM {table} USING chat_messages m, doomed "
+                    f"WHERE {table}.doc = m.doc AND {match}"
+                )
+            await self.sql.execute("DELETE FROM chat_messages m USING doomed WHERE " + match)
 
     # --- reads --------------------------------------------------------------------
     async def query(self, sql: str, params: Sequence[Any]) -> Any:

@@ -58,6 +58,7 @@ async def restore(
         try:
             for table, data in zip(mirror.saved_tables, saved, strict=True):
                 await mirror.sql.import_table(table, data)
+            mirror.restored(saved)
             await mirror.resume_numbering()
             laps.mark("importSnapshot")
             journal.position = through
