@@ -10,7 +10,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from ..models import message_text
 from ..sql import SqlEngine
+from ..storage.values import loads
 from .filters import Scope
 from .messages import hit, messages_of
 from .term_index import TermIndex
@@ -48,10 +50,13 @@ async def bm25(
     for doc, score, matched in ranked:
         if doc not in found:  # deleted while this search ran
             continue
-        session_id, record, folded, body = found[doc]
-        boost = PHRASE_BOOST if boost_phrase and phrase in folded else 1
+        session_id, record, body = found[doc]
+        message = loads(body)
+        boost = PHRASE_BOOST if boost_phrase and phrase in fold(message_text(message)) else 1
         words = sorted(name for bit, name in enumerate(names) if matched >> bit & 1)
-        hits.append(hit(session_id, record, body, score * boost, matchedTerms=words))
+        hits.append(
+            hit(session_id, record, body, score * boost, matchedTerms=words, message=message)
+        )
     hits.sort(key=lambda h: -h["score"])
     return hits[:limit]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..sql import SqlEngine
 
-Message = tuple[str, str, str, str]  # session id, record name, folded text, body
+Message = tuple[str, str, str]  # session id, record name, body
 
 
 async def messages_of(sql: SqlEngine, docs: Sequence[int], join: str = "") -> dict[int, Message]:
@@ -21,13 +21,10 @@ async def messages_of(sql: SqlEngine, docs: Sequence[int], join: str = "") -> di
         return {}
     values = ", ".join(f"({int(doc)})" for doc in docs)  # integers we made: safe inline
     found = await sql.query(
-        "SELECT r.doc, m.session_id, m.record, t.folded, m.body "
-        f"FROM (VALUES {values}) r(doc) JOIN chat_messages m ON m.doc = r.doc "
-        f"JOIN search_text t ON t.doc = r.doc {join}"
+        "SELECT r.doc, m.session_id, m.record, m.body "
+        f"FROM (VALUES {values}) r(doc) JOIN chat_messages m ON m.doc = r.doc {join}"
     )
-    return {
-        int(doc): (sid, record, folded, body) for doc, sid, record, folded, body in found.tuples()
-    }
+    return {int(doc): (sid, record, body) for doc, sid, record, body in found.tuples()}
 
 
 def hit(session_id: str, record: str, body: str, score: float, **extra: Any) -> dict[str, Any]:

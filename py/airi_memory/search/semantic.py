@@ -450,11 +450,7 @@ class VectorIndex:
         found = await messages_of(
             self.sql, [doc for doc, _ in ranked], f"JOIN {TABLE} v ON v.doc = r.doc"
         )
-        return [
-            hit(found[doc][0], found[doc][1], found[doc][3], score, doc=doc)
-            for doc, score in ranked
-            if doc in found
-        ]
+        return [hit(*found[doc], score, doc=doc) for doc, score in ranked if doc in found]
 
     def status(self) -> dict[str, Any]:
         return {
