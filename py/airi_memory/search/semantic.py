@@ -447,9 +447,7 @@ class VectorIndex:
     async def _messages_of(self, ranked: list[tuple[int, float]]) -> list[dict[str, Any]]:
         """The ranked docs' messages, best first, in one statement; a doc whose vector or
         message DuckDB no longer holds is left out."""
-        found = await messages_of(
-            self.sql, [doc for doc, _ in ranked], f"JOIN {TABLE} v ON v.doc = r.doc"
-        )
+        found = await messages_of(self.sql, [doc for doc, _ in ranked], also_in=TABLE)
         return [hit(*found[doc], score, doc=doc) for doc, score in ranked if doc in found]
 
     def status(self) -> dict[str, Any]:
