@@ -517,6 +517,29 @@ async def case_a_rebuild_never_lets_a_tab_overwrite_its_own_quarantined_record(o
     assert await _contents(here, sid) == ["m0", "m1", "m3"]
 
 
+async def case_rows_retried_after_a_refused_one_are_searchable(open_system):
+    """A start-up batch in which DuckDB refuses one record is undone and retried in
+    halves: every other message is in the mirror and in the term index beside it."""
+    import json
+
+    system = await open_system(clock=Clock(), **QUIET)
+    sid = (await system.sessions.create_session())["sessionId"]
+    await _say(system, sid, "apple m0", "banana m1", "cherry m2", "damson m3", "elder m4", "fig m5")
+    local = system.storage.get_mount("local").driver
+    keys = sorted(await local.get_keys("memory:messages"))
+    damaged = json.dumps({**json.loads(await local.get_item(keys[2])), "createdAt": 10**30})
+    await local.set_item(keys[2], damaged)
+    for snapshot_key in await local.get_keys("memory:snapshot"):  # a restart reads every record
+        await local.remove_item(snapshot_key)
+    restarted = await open_system(clock=Clock(), **QUIET)
+    assert [q["key"] for q in restarted.sessions.stats()["quarantined"]] == [f"local:{keys[2]}"]
+    for word in ("apple", "banana", "damson", "elder", "fig"):
+        found = await restarted.searcher.search({"query": word, "strategy": "keyword"})
+        assert [hit["message"]["content"].split()[0] for hit in found["results"]] == [word]
+    counted = await restarted.query("SELECT count(*) AS n FROM search_text")
+    assert counted == [{"n": 5}] and len(restarted.searcher.terms) == 5
+
+
 async def case_a_stored_text_part_that_is_not_text_leaves_the_rest_of_the_message(
     open_system,
 ):
