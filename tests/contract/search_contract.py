@@ -154,6 +154,7 @@ async def case_the_term_index_ranks_as_duckdbs_tables_say(open_system):
     await system.sessions.snapshot()
     await session_with(system, [text() for _ in range(5)], characterId="a")  # the journal
     restarted = await open_system(**QUIET)
+    assert "snapshotFailed" not in restarted.sessions.stats()["loadMs"]  # from the snapshot
     await agrees(restarted, "restarted from a snapshot and the journal")
     sid, added = made[2]
     await restarted.sessions.delete_message(sid, added[0]["id"])

@@ -304,6 +304,6 @@ export function columnsOfExport(bytes, names) {
     const column = table.getChild(name);
     if (column === null) throw new Error(`the saved table has no column ${name}`);
     if (column.nullCount > 0) throw new Error(`the saved table's column ${name} holds nulls`);
-    return column.toArray();
+    return column.toArray().slice(); // a copy: the bytes may go on to DuckDB's worker
   });
 }

@@ -56,9 +56,11 @@ async def restore(
     if restored:
         await reader.recheck_quarantined(covers.get("quarantined"))
         try:
+            # The owners read their saved tables first: importing hands the bytes to
+            # DuckDB's worker, which may take them (a detached buffer in the browser).
+            mirror.restored(saved)
             for table, data in zip(mirror.saved_tables, saved, strict=True):
                 await mirror.sql.import_table(table, data)
-            mirror.restored(saved)
             await mirror.resume_numbering()
             laps.mark("importSnapshot")
             journal.position = through
