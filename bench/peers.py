@@ -3,8 +3,9 @@ and hybrid top-10 over 100,000 stored messages beside Orama's fulltext, vector a
 search over the same texts and the same vectors, and beside a plain JavaScript
 brute-force cosine scan of those vectors in one flat Float32Array.
 
-The same vectors: the store's own int8 codes and scales, read back through
-``memory.query`` and decoded to float32, so Orama and the scan rank exactly what we rank.
+The same vectors: the store's own int8 codes, read back batch by batch through
+``diagnostics.storedVectors`` and normalised to float32, so Orama and the scan rank
+exactly what we rank.
 Queries alternate between the contenders, one query at a time, so a burst of machine
 noise falls on all of them alike. Orama runs with English stemming and stop words
 (@orama/stemmers, @orama/stopwords), its vector search with similarity -1 so that it
@@ -23,24 +24,22 @@ DIMS = 384
 # Every stored message's text and vector, in doc order, as Orama's documents and as one
 # flat Float32Array (unit length: cosine is then a dot product). The text as search
 # indexed it (folded: the bench's words are lower-case ASCII, so the same words).
-LOAD = """async ({ dims, chunk }) => {
+LOAD = """async ({ dims }) => {
     const peers = await import('/__bench__/peers.mjs');
     const texts = [];
     const parts = [];
-    for (let offset = 0; ; offset += chunk) {
-        const rows = await memory.query(
-            `SELECT t.folded AS content, v.vec AS vec, v.scale AS scale
-             FROM message_vectors v JOIN search_text t ON t.doc = v.doc
-             ORDER BY v.doc LIMIT ? OFFSET ?`, [chunk, offset]);
-        if (!rows.length) break;
-        const block = new Float32Array(rows.length * dims);
-        rows.forEach((row, r) => {
+    for (let batch = 0; ; batch++) {
+        const stored = await memory.diagnostics.storedVectors(batch);
+        if (!stored.texts.length) break;
+        const codes = new Int8Array(stored.codes.buffer, stored.codes.byteOffset, stored.codes.length);
+        const block = new Float32Array(codes.length);
+        for (let r = 0; r < stored.texts.length; r++) {
             let norm = 0;
-            for (let i = 0; i < dims; i++) norm += row.vec[i] * row.vec[i];
+            for (let i = r * dims; i < (r + 1) * dims; i++) norm += codes[i] * codes[i];
             norm = Math.sqrt(norm) || 1;
-            for (let i = 0; i < dims; i++) block[r * dims + i] = row.vec[i] / norm;
-            texts.push(row.content);
-        });
+            for (let i = r * dims; i < (r + 1) * dims; i++) block[i] = codes[i] / norm;
+        }
+        texts.push(...stored.texts);
         parts.push(block);
     }
     const flat = new Float32Array(texts.length * dims);
@@ -137,7 +136,7 @@ def run(browser, base_url: str, calls: int = 50) -> list[dict]:
     page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}})
     filled = page.evaluate(FILL, {"sessions": corpus(500, 200), "scoped": 0})
     assert filled["vectors"] == 100_000, filled
-    assert page.evaluate(LOAD, {"dims": DIMS, "chunk": 5000}) == 100_000
+    assert page.evaluate(LOAD, {"dims": DIMS}) == 100_000
     before_orama = renderer_memory_mb()
     build_ms = page.evaluate(BUILD_ORAMA)
     orama_mb = renderer_memory_mb() - before_orama

@@ -347,6 +347,10 @@ class MemorySystem:
         self._require_diagnostics("diagnostics.sqlRoundTrips")
         return await diagnostics.sql_round_trips(self.sql, count)
 
+    async def _stored_vectors(self, batch: int) -> dict[str, Any]:
+        self._require_diagnostics("diagnostics.storedVectors")
+        return await diagnostics.stored_vectors(self.embeddings.require_vectors(), batch)
+
     async def _fill_vectors(self) -> dict[str, float | int]:
         """Random vectors stored as the live model's, for good: benchmarks only."""
         self._require_diagnostics("diagnostics.fillVectors")

@@ -1,7 +1,8 @@
 """Probes the benchmarks call through the facade: a scratch table of their own, random
 vectors standing in for a big store's embeddings (embedding 100k messages for real takes
-half an hour here; the scan costs the same whatever the vectors hold), and the cost of
-one statement's trip to DuckDB, the floor under every search."""
+half an hour here; the scan costs the same whatever the vectors hold), the stored vectors
+read back (for a peer to rank the same ones), and the cost of one statement's trip to
+DuckDB, the floor under every search."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import math
 import random
 import time
 from array import array
+from typing import Any
 
-from .search.semantic import TEXT_HASH, WITH_TEXT, VectorIndex
+from .search.semantic import TEXT_HASH, WITH_TEXT, VectorIndex, decode_batch
 from .sql import SqlEngine
 
 _SCRATCH = "diagnostics_bulk_insert"
@@ -60,6 +62,32 @@ async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
         await index.store(chunk, random.randbytes(len(chunk) * dims), scales.tobytes())
     count = (await index.sql.query("SELECT count(*) AS n FROM message_vectors")).scalar()
     return {"vectors": int(count), "fillMs": (time.perf_counter() - started) * 1000}
+
+
+async def stored_vectors(index: VectorIndex, batch: int) -> dict[str, Any]:
+    """The ``batch``-th stored batch of the live model (in key order; past the last, an
+    empty one): each vector whose message is still there, as its message's text (folded,
+    as search indexed it) and its int8 codes, row after row. A row's scale only stretches
+    it, so the codes normalised are the vector."""
+    if not isinstance(batch, int) or batch < 0:
+        raise ValueError(f"batch must be a non-negative integer, got {batch!r}")
+    await index.sessions.flush()
+    keys = sorted(await index.storage.get_keys(index.prefix))
+    if batch >= len(keys):
+        return {"texts": [], "codes": b""}
+    stored_keys, codes, _, dims = decode_batch(bytes(await index.storage.get_item_raw(keys[batch])))
+    sessions = sorted({key[0] for key in stored_keys})
+    found = await index.sql.query(
+        f"SELECT m.session_id, m.record, t.folded FROM chat_messages m {WITH_TEXT} "
+        f"WHERE m.session_id IN ({', '.join('?' * len(sessions))})",
+        sessions,
+    )
+    texts = {(sid, record): folded for sid, record, folded in found.tuples()}
+    kept = [row for row, key in enumerate(stored_keys) if tuple(key[:2]) in texts]
+    return {
+        "texts": [texts[tuple(stored_keys[row][:2])] for row in kept],
+        "codes": b"".join(codes[row * dims : (row + 1) * dims] for row in kept),
+    }
 
 
 async def sql_round_trips(sql: SqlEngine, count: int) -> list[float]:

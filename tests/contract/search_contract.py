@@ -501,15 +501,18 @@ async def case_a_named_speaker_lowers_negative_similarities_too(open_system):
 async def case_vectors_are_int8_and_score_as_cosine(open_system):
     """Vectors are kept as int8 codes and a scale; scores stay within 0.01 of the exact
     cosine, and the order is the exact order."""
+    import json
+    import struct
+
     texts = ["purple elephant dancing", "purple frog", "green frog singing", "blue whale"]
     system = await open_system(**QUIET)
     await use_toy_embeddings(system)
     await session_with(system, texts)
     await settled(system, indexed=4)
-    kind = await system.query(
-        "SELECT DISTINCT typeof(vec) AS t, typeof(scale) AS s FROM message_vectors"
-    )
-    assert kind == [{"t": "TINYINT[48]", "s": "FLOAT"}]
+    [(_, data)] = await system.storage.get_all("local:memory:vectors", raw=True)
+    (size,) = struct.unpack_from("<I", data)
+    assert json.loads(bytes(data[4 : 4 + size]))["encoding"] == "int8"
+    assert len(data) == 4 + size + 4 * 48 + 4 * 4  # four rows of codes, four float32 scales
     query = "purple frog singing"
     found = await system.searcher.search({"query": query, "strategy": "semantic", "limit": 4})
 
@@ -526,15 +529,12 @@ async def case_vectors_are_int8_and_score_as_cosine(open_system):
         assert abs(hit["scores"]["semantic"] - true) < 0.01, (hit, true)
     ranked = [exact[text] for text in contents(found)]
     assert ranked == sorted(ranked, reverse=True)
-    # The same codes held as float32 (faster scans, four times the memory) score the same.
-    calls = await use_toy_embeddings(system)
-    await system.embeddings.configure(
-        {"provider": "custom", "model": "toy", "dimensions": 48, "compactVectors": False}
-    )
-    await settled(system, indexed=4)
-    kind = await system.query("SELECT DISTINCT typeof(vec) AS t FROM message_vectors")
-    assert kind == [{"t": "FLOAT[48]"}] and calls == []  # loaded back, not embedded again
-    again = await system.searcher.search({"query": query, "strategy": "semantic", "limit": 4})
+    # Loaded back after a restart, the same codes score the same.
+    restarted = await open_system(**QUIET)
+    calls = await use_toy_embeddings(restarted)
+    await settled(restarted, indexed=4)
+    again = await restarted.searcher.search({"query": query, "strategy": "semantic", "limit": 4})
+    assert calls == [1]  # the query only: nothing embedded again
     assert [(h["message"]["content"], h["scores"]["semantic"]) for h in again["results"]] == [
         (h["message"]["content"], h["scores"]["semantic"]) for h in found["results"]
     ]
@@ -591,19 +591,37 @@ async def case_vectors_stored_as_float32_by_an_older_version_still_load(open_sys
 
 
 async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):
-    from airi_memory.diagnostics import fill_vectors
+    from airi_memory.diagnostics import fill_vectors, stored_vectors
+    from airi_memory.search.semantic import decode_batch
 
     system = await open_system(**QUIET)
     calls = await use_toy_embeddings(system)
     await system.embeddings.configure(
         {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
     )
-    await session_with(system, ["one", ("assistant", "two"), "three"])
+    sid, added = await session_with(system, ["one", ("assistant", "two"), "three"])
     filled = await fill_vectors(system.embeddings.vectors)
     assert filled["vectors"] == 3 and calls == []
     restarted = await open_system(**QUIET)
     calls = await use_toy_embeddings(restarted)
     assert (await settled(restarted, indexed=3))["indexed"] == 3 and calls == []
+    # Read back for a peer to rank: each live message's text beside its stored codes.
+    index = restarted.embeddings.vectors
+    [(_, data)] = await restarted.storage.get_all("local:memory:vectors", raw=True)
+    keys, codes, _, dims = decode_batch(bytes(data))
+    rows = await restarted.query(
+        "SELECT record, folded FROM chat_messages JOIN search_text USING (doc)"
+    )
+    texts = {r["record"]: r["folded"] for r in rows}
+    by_text = {texts[key[1]]: codes[row * dims : (row + 1) * dims] for row, key in enumerate(keys)}
+    read = await stored_vectors(index, 0)
+    assert sorted(read["texts"]) == ["one", "three", "two"]
+    assert [by_text[text] for text in read["texts"]] == [
+        read["codes"][row * 48 : (row + 1) * 48] for row in range(3)
+    ]
+    await restarted.sessions.delete_message(sid, added[1]["id"])
+    assert sorted((await stored_vectors(index, 0))["texts"]) == ["one", "three"]
+    assert await stored_vectors(index, 1) == {"texts": [], "codes": b""}
 
 
 async def case_deleted_messages_take_their_stored_vectors_with_them(open_system):
@@ -734,8 +752,11 @@ async def case_a_new_model_never_mixes_vectors(open_system):
     small = await use_toy_embeddings(system, "toy-small", 16)
     status = await settled(system, indexed=2)
     assert status["model"] == "toy-small" and status["indexed"] == 2 and sum(small) == 2
-    shape = await system.query("SELECT array_length(vec) AS dims FROM message_vectors LIMIT 1")
-    assert shape == [{"dims": 16}]
+    assert system.embeddings.vectors.scan is not None and len(system.embeddings.vectors.scan) == 2
+    found = await system.searcher.search(
+        {"query": "", "vector": [1.0] * 16, "strategy": "semantic"}
+    )
+    assert len(found["results"]) == 2  # ranked by 16-d vectors
     back = await use_toy_embeddings(system, "toy")  # its stored vectors come back as they were
     assert (await settled(system, indexed=2))["indexed"] == 2 and back == []
     keys = await system.storage.get_keys("local:memory:vectors")

@@ -129,7 +129,7 @@ export async function exampleApp(): Promise<string[]> {
   seen.push(String((await memory.query("SELECT 1 AS one")).length), ...Object.keys(await memory.schemas()), await memory.ping());
   seen.push(JSON.stringify(await memory.analytics()), (await memory.info()).versions.duckdb, String((await memory.info()).activeSessionId));
   seen.push(String((await memory.diagnostics.bulkInsert(100)).rows), String((await memory.diagnostics.fillVectors()).filled));
-  seen.push(String((await memory.diagnostics.sqlRoundTrips(3)).length));
+  seen.push(String((await memory.diagnostics.sqlRoundTrips(3)).length), String((await memory.diagnostics.storedVectors(0)).texts));
   const estimate = await memory.estimateStorage();
   seen.push(String(estimate.usage ?? 0), String(estimate.quota), String(await memory.requestPersistence()));
   await memory._test?.block(10);

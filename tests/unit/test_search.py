@@ -16,9 +16,9 @@ async def test_search_contract(case, kind, tmp_path):
 
 @pytest.mark.parametrize("enabled", [False, True])
 async def test_diagnostics_need_the_diagnostics_option(enabled, tmp_path):
-    """fillVectors stores random vectors under the live model for good, bulkInsert fills
-    DuckDB with up to 2M rows, sqlRoundTrips times trivial statements: benchmarks' tools,
-    refused unless asked for."""
+    """fillVectors stores random vectors under the live model for good, storedVectors reads
+    them back, bulkInsert fills DuckDB with up to 2M rows, sqlRoundTrips times trivial
+    statements: benchmarks' tools, refused unless asked for."""
     options = {"diagnostics": True} if enabled else {}
     system = await system_factory("memory", tmp_path)(**QUIET, **options)
     await use_toy_embeddings(system)
@@ -30,13 +30,16 @@ async def test_diagnostics_need_the_diagnostics_option(enabled, tmp_path):
     filled = await system.dispatch("diagnostics.fillVectors", [])
     inserted = await system.dispatch("diagnostics.bulkInsert", [10])
     trips = await system.dispatch("diagnostics.sqlRoundTrips", [4])
+    read_back = await system.dispatch("diagnostics.storedVectors", [0])
     stored = await system.query("SELECT count(*) AS n FROM message_vectors")
     if enabled:
         assert filled["value"]["vectors"] == 3 and stored == [{"n": 3}]
         assert inserted["value"]["rows"] == 10
         assert len(trips["value"]) == 4 and all(ms >= 0 for ms in trips["value"])
+        assert sorted(read_back["value"]["texts"]) == ["one", "three", "two"]
+        assert len(read_back["value"]["codes"]) == 3 * 48
         return
-    for reply in (filled, inserted, trips):
+    for reply in (filled, inserted, trips, read_back):
         assert reply["error"]["name"] == "InvalidValueError"
         assert "diagnostics: true" in reply["error"]["message"]
     assert stored == [{"n": 0}]

@@ -3,11 +3,7 @@
 import * as duckdb from "@duckdb/duckdb-wasm";
 import {
   Bool,
-  Field,
-  FixedSizeList,
-  Float32,
   Float64,
-  Int8,
   Table,
   Utf8,
   makeData,
@@ -163,34 +159,6 @@ export async function openDuckDb(runtimeUrl, { callTimeoutMs = DEFAULT_CALL_TIME
         await connection.query(`DROP TABLE IF EXISTS ${staging}`);
       }
       return columns.length ? columns[0].length : 0;
-    },
-    /** Rows of key columns plus `vec` TINYINT[dimensions] (int8 codes, row after row)
-     *  and `scale` FLOAT (float32 bytes, one per row), through one Arrow table. */
-    async insertVectors(table, names, keyColumns, codeBytes, scaleBytes, dimensions) {
-      const codes = new Int8Array(codeBytes.buffer, codeBytes.byteOffset, codeBytes.length);
-      const scales = new Float32Array(scaleBytes.slice().buffer); // aligned copy
-      const count = scales.length;
-      const columns = {};
-      names.forEach((name, i) => {
-        columns[name] = vectorFromArray(Array.from(keyColumns[i]), new Utf8());
-      });
-      const item = new Field("item", new Int8(), true);
-      const values = makeData({ type: new Int8(), length: codes.length, data: codes });
-      columns.vec = makeVector(
-        makeData({ type: new FixedSizeList(dimensions, item), length: count, child: values }),
-      );
-      columns.scale = makeVector(makeData({ type: new Float32(), length: count, data: scales }));
-      const staging = `__airi_staging_${++temporaryCount}`;
-      await connection.insertArrowTable(new Table(columns), { name: staging, create: true });
-      try {
-        await connection.query(
-          `INSERT INTO ${table} (${names.join(", ")}, vec, scale) SELECT ${names.join(", ")}, ` +
-            `vec::TINYINT[${dimensions}], scale FROM ${staging}`,
-        );
-      } finally {
-        await connection.query(`DROP TABLE IF EXISTS ${staging}`);
-      }
-      return count;
     },
     /** A query's result as one Arrow IPC stream (a snapshot to keep in IndexedDB). */
     async exportArrow(sql) {

@@ -101,16 +101,6 @@ class WasmDuckDb(SqlEngine):
         await self._call("insertColumns", table, to_js(names), js_columns)
         return count
 
-    async def insert_vectors(
-        self, table: str, keys: Columns, codes: bytes, scales: bytes, dimensions: int
-    ) -> int:
-        names = list(keys)
-        count = await self._call(
-            "insertVectors", check_identifier(table), to_js(names),
-            to_js([list(keys[name]) for name in names]), to_js(codes), to_js(scales), dimensions,
-        )  # fmt: skip
-        return int(count)
-
     async def export_table(self, table: str) -> Any:
         """Arrow IPC stream bytes, made and read back by DuckDB-WASM's own Arrow; left in
         JS (a Uint8Array) for storage to keep, never copied into Python's heap."""

@@ -1,7 +1,6 @@
 """The SQL port on CPython: the ``duckdb`` package, the same DuckDB 1.4 as DuckDB-WASM."""
 
 import pickle
-from array import array
 from collections.abc import Sequence
 from typing import Any
 
@@ -71,20 +70,6 @@ class NativeDuckDb(SqlEngine):
             [list(columns[name]) for name in names],
         )
         return count
-
-    async def insert_vectors(
-        self, table: str, keys: Columns, codes: bytes, scales: bytes, dimensions: int
-    ) -> int:
-        values = array("b", codes).tolist()
-        rows = [values[i : i + dimensions] for i in range(0, len(values), dimensions)]
-        names = list(keys)
-        unnests = ", ".join(f"unnest(${i + 1})" for i in range(len(names) + 2))
-        self._run(
-            f"INSERT INTO {check_identifier(table)} ({', '.join(names)}, vec, scale) "
-            f"SELECT {unnests}",
-            [list(keys[name]) for name in names] + [rows, array("f", scales).tolist()],
-        )
-        return len(rows)
 
     async def export_table(self, table: str) -> bytes:
         """Pickled columns: the CPython engine's table export (Arrow IPC needs pyarrow)."""

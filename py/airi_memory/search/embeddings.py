@@ -29,9 +29,6 @@ class EmbeddingConfig(ProviderConfig):
     batch_size: int = Field(default=16, alias="batchSize", ge=1, le=256)
     # Embed new messages as they arrive (default), or only when the app asks (indexNow).
     background_indexing: bool = Field(default=True, alias="backgroundIndexing")
-    # Vectors in memory as int8 codes (a quarter of the memory; the scan casts them, about
-    # a quarter slower) or as float32 copies of the same codes. Stored as int8 either way.
-    compact_vectors: bool = Field(default=True, alias="compactVectors")
 
     @property
     def key(self) -> str:

@@ -1,16 +1,17 @@
-"""Semantic retrieval: message vectors in DuckDB (``message_vectors``: int8 codes and a
-scale, see quantize; held as TINYINT[dim], or as FLOAT[dim] without ``compactVectors``),
-kept up to date in the background and persisted, so nothing is embedded twice.
+"""Semantic retrieval: message vectors (int8 codes and a scale, see quantize) held by the
+scan beside DuckDB, kept up to date in the background and persisted, so nothing is
+embedded twice. DuckDB's ``message_vectors`` says which messages have one, and in which
+stored batch: deletes and edits reach it through the mirror, and joins read it.
 
 Indexing never sits on the write path: a write only wakes the indexer, which embeds
-new user and assistant messages in batches, inserts them into DuckDB, and stores each
+new user and assistant messages in batches, adds them to the scan, and stores each
 batch as one record under ``local:memory:vectors:<model key>:...``. At start the stored
 batches of the configured model are loaded back; a different model has its own key, so
 two models' vectors never mix, and changing the model re-embeds in the background.
 A stored vector names its message and the text it was made from (a hash): after an edit
 the old text's vector never comes back to the message, which is embedded again instead.
-The top-k scan runs over a copy of the codes held beside DuckDB (``vector_scan``: SIMD in
-the browser); filters become the list of docs it may return, read from DuckDB.
+The top-k scan (``vector_scan``: SIMD in the browser) holds the only copy in memory;
+filters become the list of docs it may return, read from DuckDB.
 
 Over 350 lines: loading, indexing, pruning and the scan share the stored batches'
 bookkeeping (``_stored``, ``_unverified``) and the indexing lock.
@@ -36,7 +37,7 @@ from ..storage.values import loads
 from .embeddings import Embedder
 from .messages import hit, messages_of
 from .quantize import quantize
-from .tables import VECTORS_TABLE
+from .tables import VECTORS_SCHEMA, VECTORS_TABLE
 from .vector_scan import ScanFactory, VectorScan, python_vector_scan
 
 VECTORS = "local:memory:vectors"
@@ -45,7 +46,7 @@ STAGING = "message_vectors_staging"
 EMBEDDED_ROLES = ("user", "assistant")
 SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batches fill up)
 RETRY_S = 30.0  # after a provider failure
-LOAD_CHUNK = 8192  # stored vectors inserted per statement at start
+LOAD_CHUNK = 8192  # stored vectors joined to their messages per statement at start
 WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
 # A search ranks again while the scan held docs DuckDB no longer does (each time with
 # those forgotten); bounded, in case a scan cannot forget.
@@ -58,11 +59,6 @@ WITH_TEXT = "JOIN search_text t ON t.doc = m.doc"  # where TEXT_HASH reads its t
 # A vector's key: (session id, record, TEXT_HASH). Batches stored before the hash was kept
 # have (session id, record) only, and are taken as they are.
 VectorKey = tuple[str, ...]
-
-
-def vectors_table(name: str, keys: str, dimensions: int, compact: bool = True) -> str:
-    element = "TINYINT" if compact else "FLOAT"
-    return f"CREATE OR REPLACE TABLE {name} ({keys}, vec {element}[{dimensions}], scale FLOAT)"
 
 
 def encode_batch(keys: list[VectorKey], codes: bytes, scales: bytes, dimensions: int) -> bytes:
@@ -184,9 +180,7 @@ class VectorIndex:
         self.state = "loading"
         started = time.perf_counter()
         dims = self.config.dimensions
-        await self.sql.execute(
-            vectors_table(TABLE, "doc INTEGER, batch INTEGER", dims, self.config.compact_vectors)
-        )
+        await self.sql.execute(VECTORS_SCHEMA)
         self.scan = await self.new_scan(dims)
         await self.sessions.flush()
         keys: list[VectorKey] = []
@@ -220,40 +214,37 @@ class VectorIndex:
     async def _insert(
         self, keys: list[VectorKey], batches: list[int], codes: bytes, scales: bytes
     ) -> None:
-        """Vectors by (session id, record, text) into the table by ``doc``: messages
-        deleted meanwhile (or before a reload) find no row to join, and messages edited
-        meanwhile no row with their text, so they stay pending and are embedded again."""
+        """Vectors by (session id, record, text) to their messages' docs, in the table and
+        the scan: messages deleted meanwhile (or before a reload) find no row to join, and
+        messages edited meanwhile no row with their text, so they stay pending and are
+        embedded again. Only the keys go to DuckDB; the codes stay here for the scan."""
         columns = {
             "session_id": [k[0] for k in keys],
             "record": [k[1] for k in keys],
             "text_hash": [k[2] if len(k) > 2 else "" for k in keys],
-            "batch": [str(batch) for batch in batches],
-            "row": [str(row) for row in range(len(keys))],
+            "batch": list(batches),
+            "row": list(range(len(keys))),
         }
         # A new staging table each time, dropped after: an in-memory DuckDB table keeps the
-        # memory of deleted rows (100k vectors' worth after a load).
-        dims = self.config.dimensions
+        # memory of deleted rows.
         await self.sql.execute(
-            vectors_table(
-                STAGING,
-                "session_id VARCHAR, record VARCHAR, text_hash VARCHAR, batch VARCHAR, row VARCHAR",
-                dims,
-            )
+            f"CREATE OR REPLACE TABLE {STAGING} (session_id VARCHAR, record VARCHAR, "
+            "text_hash VARCHAR, batch INTEGER, row INTEGER)"
         )
-        await self.sql.insert_vectors(STAGING, columns, codes, scales, dims)
+        await self.sql.insert_columns(STAGING, columns)
         joined = (
             f"FROM {STAGING} v JOIN chat_messages m "
             f"ON m.session_id = v.session_id AND m.record = v.record {WITH_TEXT}"
         )
         await self.sql.execute(
-            f"INSERT INTO {TABLE} SELECT m.doc, v.batch::INTEGER, v.vec, v.scale {joined} "
+            f"INSERT INTO {TABLE} SELECT m.doc, v.batch {joined} "
             f"WHERE (v.text_hash = '' OR v.text_hash = {TEXT_HASH}) "
             f"AND NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
         )
         # The rows that went in (each insert's batch numbers are its own), into the scan.
         inserted = await self.sql.query(
-            f"SELECT m.doc, v.row::INTEGER AS row, kept.batch {joined} "
-            f"JOIN {TABLE} kept ON kept.doc = m.doc AND kept.batch = v.batch::INTEGER ORDER BY row"
+            f"SELECT m.doc, v.row, kept.batch {joined} "
+            f"JOIN {TABLE} kept ON kept.doc = m.doc AND kept.batch = v.batch ORDER BY v.row"
         )
         await self.sql.execute(f"DROP TABLE {STAGING}")
         docs = [int(doc) for doc in inserted.column("doc")]
@@ -261,6 +252,7 @@ class VectorIndex:
         for doc, batch in zip(docs, inserted.column("batch"), strict=True):
             self._scanned.setdefault(int(batch), array("i")).append(doc)
         if len(rows) < len(keys):
+            dims = self.config.dimensions
             codes = b"".join(codes[row * dims : (row + 1) * dims] for row in rows)
             every_scale = array("f", scales)
             scales = array("f", [every_scale[row] for row in rows]).tobytes()

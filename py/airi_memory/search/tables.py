@@ -20,6 +20,9 @@ from .text import fold, term_counts, term_id
 TEXT_TABLE = "search_text"
 TERMS_TABLE = "search_terms"
 VECTORS_TABLE = "message_vectors"
+# Which messages have a vector, and in which stored batch: filled by search.semantic (the
+# vectors themselves are in its scan and in storage), which creates it afresh per model.
+VECTORS_SCHEMA = f"CREATE OR REPLACE TABLE {VECTORS_TABLE} (doc INTEGER, batch INTEGER)"
 
 SCHEMA = [
     # Per message: its number of index terms (BM25's document length) and its text, case
@@ -28,10 +31,8 @@ SCHEMA = [
     f"CREATE INDEX {TEXT_TABLE}_doc ON {TEXT_TABLE} (doc)",
     # The keyword index: one row per (message, term); terms as 64-bit hashes.
     f"CREATE OR REPLACE TABLE {TERMS_TABLE} (doc INTEGER, term BIGINT, tf INTEGER)",
-    # Message vectors: filled by search.semantic (which re-creates it with its model's
-    # dimensions); here so that deleting a message always deletes its vector too.
-    f"""CREATE OR REPLACE TABLE {VECTORS_TABLE} (
-        doc INTEGER, batch INTEGER, vec TINYINT[384], scale FLOAT)""",
+    # Here too, so that deleting a message always deletes its vector's row.
+    VECTORS_SCHEMA,
 ]
 
 

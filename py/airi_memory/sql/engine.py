@@ -60,13 +60,6 @@ class SqlEngine(ABC):
         """Append rows given by column to an existing table; returns the row count."""
 
     @abstractmethod
-    async def insert_vectors(
-        self, table: str, keys: Columns, codes: bytes, scales: bytes, dimensions: int
-    ) -> int:
-        """Rows of ``keys`` (text columns) plus ``vec`` TINYINT[dimensions] from ``codes``
-        (int8, row after row) and ``scale`` FLOAT from ``scales`` (float32, one per row)."""
-
-    @abstractmethod
     async def version(self) -> str: ...
 
     @abstractmethod
