@@ -509,10 +509,15 @@ async def case_vectors_are_int8_and_score_as_cosine(open_system):
     await use_toy_embeddings(system)
     await session_with(system, texts)
     await settled(system, indexed=4)
-    [(_, data)] = await system.storage.get_all("local:memory:vectors", raw=True)
-    (size,) = struct.unpack_from("<I", data)
-    assert json.loads(bytes(data[4 : 4 + size]))["encoding"] == "int8"
-    assert len(data) == 4 + size + 4 * 48 + 4 * 4  # four rows of codes, four float32 scales
+    stored = 0
+    for _, data in await system.storage.get_all("local:memory:vectors", raw=True):
+        (size,) = struct.unpack_from("<I", data)
+        header = json.loads(bytes(data[4 : 4 + size]))
+        rows = len(header["keys"])
+        assert header["encoding"] == "int8"
+        assert len(data) == 4 + size + rows * 48 + rows * 4  # int8 codes, a float32 scale
+        stored += rows
+    assert stored == 4
     query = "purple frog singing"
     found = await system.searcher.search({"query": query, "strategy": "semantic", "limit": 4})
 
@@ -742,6 +747,23 @@ async def case_an_edited_message_never_gets_its_old_vector_back(open_system):
         expected = cosine(*toy_vectors([text, newer]))
         assert abs(await semantic_score(again, text, edited) - expected) < 0.01
     assert await semantic_score(again, newer, edited) > 0.99
+
+
+async def case_a_vector_two_tabs_both_stored_counts_once(open_system):
+    """Two tabs may embed and store the same message: loaded together, it is indexed once,
+    and the next prune stores its vector once."""
+    system = await open_system(**QUIET)
+    await use_toy_embeddings(system)
+    await session_with(system, ["purple frog"])
+    await settled(system, indexed=1)
+    [(key, data)] = await system.storage.get_all("local:memory:vectors", raw=True)
+    await system.storage.set_item_raw(f"{key}-other-tab", bytes(data))
+    restarted = await open_system(**QUIET)
+    calls = await use_toy_embeddings(restarted)
+    status = await settled(restarted, indexed=1)
+    assert status["indexed"] == 1 and calls == []
+    assert await restarted.query("SELECT count(*) AS n FROM message_vectors") == [{"n": 1}]
+    assert await restarted.storage.get_keys("local:memory:vectors") == [key]
 
 
 async def case_a_new_model_never_mixes_vectors(open_system):

@@ -43,10 +43,11 @@ from .vector_scan import ScanFactory, VectorScan, python_vector_scan
 VECTORS = "local:memory:vectors"
 TABLE = VECTORS_TABLE
 STAGING = "message_vectors_staging"
+MATCHED = "message_vectors_matched"
 EMBEDDED_ROLES = ("user", "assistant")
 SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batches fill up)
 RETRY_S = 30.0  # after a provider failure
-LOAD_CHUNK = 8192  # stored vectors joined to their messages per statement at start
+LOAD_CHUNK = 32768  # stored vectors joined to their messages per statement at start
 WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
 # A search ranks again while the scan held docs DuckDB no longer does (each time with
 # those forgotten); bounded, in case a scan cannot forget.
@@ -236,17 +237,27 @@ class VectorIndex:
             f"FROM {STAGING} v JOIN chat_messages m "
             f"ON m.session_id = v.session_id AND m.record = v.record {WITH_TEXT}"
         )
+        # Joined once (the costly part: strings, and the text's hash); one row per doc, in
+        # case two tabs stored the same message's vector and both batches are here.
         await self.sql.execute(
-            f"INSERT INTO {TABLE} SELECT m.doc, v.batch {joined} "
+            f"CREATE OR REPLACE TABLE {MATCHED} AS SELECT m.doc, v.row, v.batch {joined} "
             f"WHERE (v.text_hash = '' OR v.text_hash = {TEXT_HASH}) "
-            f"AND NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc)"
+            f"AND NOT EXISTS (SELECT 1 FROM {TABLE} t WHERE t.doc = m.doc) "
+            "QUALIFY row_number() OVER (PARTITION BY m.doc ORDER BY v.row) = 1"
+        )
+        # Messages deleted or edited since the join (a write may come between two
+        # statements) are not there any more, and get no row.
+        await self.sql.execute(
+            f"INSERT INTO {TABLE} SELECT doc, batch FROM {MATCHED} "
+            "WHERE doc IN (SELECT doc FROM chat_messages)"
         )
         # The rows that went in (each insert's batch numbers are its own), into the scan.
         inserted = await self.sql.query(
-            f"SELECT m.doc, v.row, kept.batch {joined} "
-            f"JOIN {TABLE} kept ON kept.doc = m.doc AND kept.batch = v.batch ORDER BY v.row"
+            f"SELECT v.doc, v.row, v.batch FROM {MATCHED} v "
+            f"JOIN {TABLE} kept ON kept.doc = v.doc AND kept.batch = v.batch ORDER BY v.row"
         )
         await self.sql.execute(f"DROP TABLE {STAGING}")
+        await self.sql.execute(f"DROP TABLE {MATCHED}")
         docs = [int(doc) for doc in inserted.column("doc")]
         rows = [int(row) for row in inserted.column("row")]
         for doc, batch in zip(docs, inserted.column("batch"), strict=True):
