@@ -11,7 +11,6 @@ b = 0.75; N and the average length count the docs with at least one term.
 """
 
 import math
-import pickle
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -102,6 +101,8 @@ class PythonTermIndex:
 
     def add_saved(self, terms_table: Any, text_table: Any) -> None:
         """The CPython engine's exports: pickled columns (``native.sql``)."""
+        import pickle  # here: only CPython's engine pickles, and Pyodide pays ~50 ms to import it
+
         terms, texts = pickle.loads(terms_table), pickle.loads(text_table)  # our own bytes
         self.add(texts["doc"], texts["terms"], terms["doc"], terms["term"], terms["tf"])
 
