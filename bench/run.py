@@ -46,30 +46,29 @@ BARE_PYODIDE = """async () => {
 
 
 def bench_cold_and_warm(browser, base_url: str, runs: int) -> list[dict]:
-    """Cold starts (fresh profile) and warm reloads, each run beside a bare Pyodide start
-    in a fresh profile of its own."""
-    cold, warm, bare, phases = [], [], [], {}
+    """Cold starts (fresh profile) and warm reloads, with and without the experimental
+    startupSnapshot option, each run beside a bare Pyodide start in a fresh profile of
+    its own."""
+    bare, starts = [], {}
     for _ in range(runs):
         context = browser.new_context()
         bare.append(blank_page(context, base_url).evaluate(BARE_PYODIDE))
         context.close()
-        context = browser.new_context()  # fresh profile: empty HTTP and code caches
-        page = blank_page(context, base_url)
-        result = page.evaluate(BOOT)
-        cold.append(result["ready"])
-        for name, value in result["phases"].items():
-            phases.setdefault(name, []).append(value)
-        page.evaluate("() => memory.close()")
-        page.reload()
-        warm.append(page.evaluate(BOOT)["ready"])
-        context.close()
-    rows = [
-        summarise("cold start to ready", cold),
-        summarise("warm reload to ready", warm),
-        summarise("bare Pyodide: loadPyodide() in a worker, fresh profile", bare),
-    ]
-    rows += [summarise(f"  cold: {name} done at", values) for name, values in phases.items()]
-    return rows
+        for label, options in (("", None), (", startupSnapshot", {"startupSnapshot": True})):
+            context = browser.new_context()  # fresh profile: empty HTTP and code caches
+            page = blank_page(context, base_url)
+            result = page.evaluate(BOOT, options)
+            starts.setdefault(f"cold start to ready{label}", []).append(result["ready"])
+            for name, value in result["phases"].items():
+                starts.setdefault(f"  cold{label}: {name} done at", []).append(value)
+            page.evaluate("() => memory.close()")
+            page.reload()
+            starts.setdefault(f"warm reload to ready{label}", []).append(
+                page.evaluate(BOOT, options)["ready"]
+            )
+            context.close()
+    rows = [summarise("bare Pyodide: loadPyodide() in a worker, fresh profile", bare)]
+    return rows + [summarise(name, values) for name, values in starts.items()]
 
 
 ROUND_TRIPS = """async (n) => {

@@ -14,7 +14,8 @@ Layout of dist/:
     airi-memory.d.ts         TypeScript declarations, generated (build/facade.py)
     demo/                    the demo page
     runtime/                 everything the worker needs: Pyodide core, wheels,
-                             pyodide-lock.json, worker.mjs, host.mjs, duckdb/,
+                             pyodide-lock.json, pyodide-snapshot.bin.gz (the
+                             startupSnapshot option), worker.mjs, host.mjs, duckdb/,
                              tokenizers/ (gpt-tokenizer encodings, loaded on first use),
                              embedder.mjs, ort/ (onnxruntime-web), models/ (MiniLM)
 """
@@ -282,6 +283,8 @@ def main() -> None:
         wheels.append(Path(shutil.copy(wheel, runtime / wheel.name)))
     compile_to_bytecode(wheels)
     lock = write_lock(wheels, runtime)
+    # The startupSnapshot option's memory snapshot (experimental; build/make_snapshot.mjs).
+    run(["node", "build/make_snapshot.mjs", str(runtime)], stdout=subprocess.DEVNULL)
     packaging_wheel = next(w for w in pinned if w.name.startswith("packaging-"))
     unpack_model(runtime, model_wheels, packaging_wheel)
     bundle_javascript(dist)

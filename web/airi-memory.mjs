@@ -35,12 +35,16 @@ export async function createMemorySystem(options = {}) {
  * `summarizer.summarize` may be a function ({messages, model}) => Promise<string>;
  * `embeddings.embed` one ({texts, model}) => Promise<number[][]>.
  * `testHooks: true` adds `_test` (crash an inner worker, block the worker): tests only.
+ * `startupSnapshot: true` (experimental) restores Python from a snapshot made at build time.
  * @param {import("./airi-memory.d.ts").MemorySystemOptions} [options]
  * @returns {import("./airi-memory.d.ts").OpeningMemorySystem}
  */
 export function openMemorySystem(options = {}) {
-  const { baseUrl, testHooks = false, onProgress, ...rest } = options;
+  const { baseUrl, testHooks = false, startupSnapshot = false, onProgress, ...rest } = options;
   if (typeof testHooks !== "boolean") throw new TypeError("the testHooks option must be true or false");
+  if (typeof startupSnapshot !== "boolean") {
+    throw new TypeError("the startupSnapshot option must be true or false");
+  }
   if (onProgress !== undefined && typeof onProgress !== "function") {
     throw new TypeError("the onProgress option must be a function");
   }
@@ -66,7 +70,7 @@ export function openMemorySystem(options = {}) {
   const events = new EventTarget();
   if (onProgress) events.addEventListener("boot-progress", (event) => onProgress(event.detail));
   const rpc = connect(worker, events, appFunctions);
-  const booting = rpc.send({ kind: "boot", options: pythonOptions, testHooks });
+  const booting = rpc.send({ kind: "boot", options: pythonOptions, testHooks, startupSnapshot });
   let booted = false;
   // Before boot is done a call waits on it (its reaction runs after the one below that
   // marks the system booted, so queued calls keep their order); after, it goes at once.
@@ -166,6 +170,9 @@ export function openMemorySystem(options = {}) {
         bootMs: info.bootMs,
         /** When each part of boot finished (ms since boot began): pyodide, imports, duckdb, python. */
         bootPhases: info.bootPhases,
+        /** The startupSnapshot option's outcome: "off", "used", or "failed: <why>" (then
+         *  Python booted as usual). */
+        startupSnapshot: info.startupSnapshot,
         mounts: info.mounts,
         /** Records start-up could not read ([{key, reason}]): kept where they are, untouched,
          *  left out of every read; sessions.stats().quarantined has the current list. */

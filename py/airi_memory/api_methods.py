@@ -301,6 +301,7 @@ JS_ONLY_MEMBERS: tuple[str, ...] = (
     "versions",
     "bootMs",
     "bootPhases",
+    "startupSnapshot",
     "mounts",
     "quarantined",
     "addEventListener",

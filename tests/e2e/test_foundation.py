@@ -25,6 +25,43 @@ def test_boot_reports_ready_versions_and_mounts(web):
     assert web.evaluate("() => memory.ping()") == "pong"
 
 
+SNAPSHOT_BOOT = """async ([startupSnapshot, userId]) => {
+    const { createMemorySystem } = await import('/airi-memory.mjs');
+    window.memory = await createMemorySystem({ userId, startupSnapshot });
+    const sid = (await memory.sessions.createSession({ title: 't' })).sessionId;
+    await memory.sessions.addMessage(sid, { role: 'user', content: 'purple frogs sing' });
+    const found = await memory.search({ query: 'frogs', strategy: 'keyword' });
+    return { outcome: memory.startupSnapshot, phases: Object.keys(memory.bootPhases),
+             python: memory.versions.python, found: found.results.map((h) => h.message.content) };
+}"""
+
+
+def test_startup_snapshot_restores_python_or_boots_as_usual(web):
+    """The experimental startupSnapshot option: Python restored from the build's snapshot
+    works as a booted one; a snapshot that cannot be read leaves a normal boot, and says
+    why; without the option nothing is fetched."""
+    web.open_harness()
+    fetched = []
+    web.page.on("request", lambda r: fetched.append(r.url) if "snapshot" in r.url else None)
+    plain = web.evaluate(SNAPSHOT_BOOT, [False, "plain"])
+    assert plain["outcome"] == "off" and "snapshot" not in plain["phases"] and not fetched
+    web.evaluate("() => memory.close()")
+    web.page.reload()
+    used = web.evaluate(SNAPSHOT_BOOT, [True, "used"])
+    assert used["outcome"] == "used" and used["phases"][0] == "snapshot"
+    assert used["found"] == ["purple frogs sing"] and used["python"].startswith("3.14")
+    assert len(fetched) == 1
+    web.evaluate("() => memory.close()")
+    web.page.route("**/pyodide-snapshot.bin.gz", lambda route: route.fulfill(body=b"not gzip"))
+    web.page.reload()
+    broken = web.evaluate(SNAPSHOT_BOOT, [True, "broken"])
+    assert broken["outcome"].startswith("failed: ") and broken["found"] == ["purple frogs sing"]
+    with pytest.raises(Exception, match="startupSnapshot option must be true or false"):
+        web.evaluate(
+            "async () => (await import('/airi-memory.mjs')).openMemorySystem({ startupSnapshot: 1 })"
+        )
+
+
 def test_value_survives_reload_and_unstorage_reads_it(web):
     web.open_harness()
     web.boot()

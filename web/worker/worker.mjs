@@ -8,6 +8,7 @@ const runtimeUrl = new URL("./", import.meta.url).href;
 const postEvent = (event, detail) => self.postMessage({ event, detail });
 let api = null;
 let pyodide = null;
+let loadPyodide = null; // from the runtime's pyodide.mjs, imported at boot
 let host = null; // its DuckDB and model workers are ended on close, whatever Python does
 let testHooks = false; // the facade's testHooks option: crash and block on request
 let poll = null;
@@ -15,7 +16,8 @@ const TAB_POLL_MS = 5000; // catch up at least this often, hints or not (cheap w
 // Each boot phase's share of a typical boot (the bench's bootPhases), for a progress bar:
 // the fraction grows by a phase's share when it ends (pyodide and duckdb run in
 // parallel, so they may end in either order) and is 1 once Python is ready.
-const BOOT_PHASE_SHARES = { pyodide: 0.45, imports: 0.2, duckdb: 0.15, python: 0.2 };
+// (The startupSnapshot option's snapshot phase, its read, moves the bar by nothing.)
+const BOOT_PHASE_SHARES = { snapshot: 0, pyodide: 0.45, imports: 0.2, duckdb: 0.15, python: 0.2 };
 
 // Hints are coalesced: one catch-up runs at a time, and any number of hints during it
 // cost one more. Python's sync() coalesces the same way; this keeps the bridge quiet.
@@ -42,7 +44,37 @@ async function catchUpSoon() {
   }
 }
 
-async function boot(options, withTestHooks) {
+/** The start-up snapshot build/make_snapshot.mjs wrote beside the runtime, unzipped. */
+async function readSnapshot() {
+  const response = await fetch(`${runtimeUrl}pyodide-snapshot.bin.gz`);
+  if (!response.ok) throw new Error(`it could not be fetched (HTTP ${response.status})`);
+  const unzipped = response.body.pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(unzipped).arrayBuffer());
+}
+
+/** Pyodide with our package, restored from the start-up snapshot when asked (Pyodide's
+ *  private `_loadSnapshot`): if that fails, booted as usual, and `outcome` says why. */
+async function startPython(withSnapshot, timed, outcome) {
+  const options = {
+    indexURL: runtimeUrl,
+    lockFileURL: `${runtimeUrl}pyodide-lock.json`,
+    fullStdLib: false,
+    packages: ["airi-memory"], // fetched while the runtime is still starting
+  };
+  if (withSnapshot) {
+    try {
+      const snapshot = await timed("snapshot", readSnapshot());
+      const restored = await loadPyodide({ ...options, _loadSnapshot: snapshot });
+      outcome.startupSnapshot = "used";
+      return restored;
+    } catch (error) {
+      outcome.startupSnapshot = `failed: ${String(error?.message ?? error).slice(0, 300)}`;
+    }
+  }
+  return loadPyodide(options);
+}
+
+async function boot(options, withTestHooks, withSnapshot) {
   testHooks = withTestHooks === true;
   const started = performance.now();
   const phases = {};
@@ -56,17 +88,10 @@ async function boot(options, withTestHooks) {
       return value;
     });
   progress("start");
-  const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
+  ({ loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`));
+  const outcome = { startupSnapshot: "off" };
   // Python starts importing our modules (and pydantic) while DuckDB-WASM still compiles.
-  const python = timed(
-    "pyodide",
-    loadPyodide({
-      indexURL: runtimeUrl,
-      lockFileURL: `${runtimeUrl}pyodide-lock.json`,
-      fullStdLib: false,
-      packages: ["airi-memory"], // fetched while the runtime is still starting
-    }),
-  ).then((loaded) => {
+  const python = timed("pyodide", startPython(withSnapshot === true, timed, outcome)).then((loaded) => {
     pyodide = loaded;
     return timed("imports", Promise.resolve(loaded.pyimport("airi_memory.browser.host")));
   });
@@ -89,7 +114,7 @@ async function boot(options, withTestHooks) {
   poll = setInterval(catchUpSoon, options?.tabPollMs ?? TAB_POLL_MS);
   const info = JSON.parse(await api.dispatch("info", pyodide.toPy([])));
   // Each phase: milliseconds from the start of boot until it finished.
-  return { ...info.value, buildInfo, bootMs: performance.now() - started, bootPhases: phases };
+  return { ...info.value, buildInfo, bootMs: performance.now() - started, bootPhases: phases, ...outcome };
 }
 
 // Python calls the app's own functions (context providers, an LLM callback) on the page:
@@ -190,7 +215,7 @@ self.onmessage = async ({ data }) => {
   const { id, kind, method, args, options } = data;
   try {
     if (kind === "boot") {
-      self.postMessage({ id, ok: true, value: await boot(options, data.testHooks) });
+      self.postMessage({ id, ok: true, value: await boot(options, data.testHooks, data.startupSnapshot) });
     } else if (kind === "close") {
       self.postMessage({ id, ok: true, value: await close() });
     } else if (kind === "test") {
