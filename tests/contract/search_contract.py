@@ -513,8 +513,8 @@ async def case_vectors_are_int8_and_score_as_cosine(open_system):
     for _, data in await system.storage.get_all("local:memory:vectors", raw=True):
         (size,) = struct.unpack_from("<I", data)
         header = json.loads(bytes(data[4 : 4 + size]))
-        rows = len(header["keys"])
-        assert header["encoding"] == "int8"
+        rows = len(header["records"])
+        assert header["encoding"] == "int8" and len(header["hashes"]) == rows
         assert len(data) == 4 + size + rows * 48 + rows * 4  # int8 codes, a float32 scale
         stored += rows
     assert stored == 4
@@ -593,6 +593,34 @@ async def case_vectors_stored_as_float32_by_an_older_version_still_load(open_sys
             break
         await asyncio.sleep(0.02)
     assert keys == wanted
+
+
+async def case_batches_with_a_list_per_key_still_load(open_system):
+    """Batches as the previous version stored them (int8, one [session, record, text]
+    list per key) load as they are; new batches store their keys by column."""
+    import json
+    import struct
+
+    from airi_memory.search.semantic import decode_batch
+
+    system = await open_system(**QUIET)
+    await use_toy_embeddings(system)
+    await session_with(system, ["purple elephant dancing", "blue whale"])
+    await settled(system, indexed=2)
+    for key, data in await system.storage.get_all("local:memory:vectors", raw=True):
+        keys, codes, scales, dims = decode_batch(bytes(data))
+        (size,) = struct.unpack_from("<I", data)
+        assert set(json.loads(bytes(data[4 : 4 + size]))) >= {"sessions", "records", "hashes"}
+        header = json.dumps({"keys": keys, "dimensions": dims, "encoding": "int8"}).encode()
+        old = struct.pack("<I", len(header)) + header + codes + scales
+        await system.storage.set_item_raw(key, old)
+    restarted = await open_system(**QUIET)
+    calls = await use_toy_embeddings(restarted)
+    assert (await settled(restarted, indexed=2))["indexed"] == 2 and calls == []
+    found = await restarted.searcher.search(
+        {"query": "purple elephant", "strategy": "semantic", "limit": 1}
+    )
+    assert contents(found) == ["purple elephant dancing"] and calls == [1]
 
 
 async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):

@@ -64,16 +64,35 @@ VectorKey = tuple[str, ...]
 
 def encode_batch(keys: list[VectorKey], codes: bytes, scales: bytes, dimensions: int) -> bytes:
     """One stored batch: a length-prefixed JSON header (keys, dimensions, encoding), then
-    the int8 codes, then the float32 scales."""
-    header = json.dumps({"keys": keys, "dimensions": dimensions, "encoding": "int8"}).encode()
+    the int8 codes, then the float32 scales. The keys go by column, each session id once:
+    a third of the bytes of a list per key, and parsed without the nesting check (a scan
+    of every bracket) that text with a list per key needs."""
+    sessions = sorted({key[0] for key in keys})
+    number = {session_id: n for n, session_id in enumerate(sessions)}
+    header = json.dumps(
+        {
+            "sessions": sessions,
+            "session": [number[key[0]] for key in keys],
+            "records": [key[1] for key in keys],
+            "hashes": [key[2] for key in keys],
+            "dimensions": dimensions,
+            "encoding": "int8",
+        }
+    ).encode()
     return struct.pack("<I", len(header)) + header + codes + scales
 
 
 def decode_batch(data: bytes) -> tuple[list[VectorKey], bytes, bytes, int]:
-    """(keys, codes, scales, dimensions). Batches stored before int8 hold float32s."""
+    """(keys, codes, scales, dimensions). Older versions stored a list per key, and before
+    int8, float32s."""
     (size,) = struct.unpack_from("<I", data)
     header = loads(data[4 : 4 + size])
-    keys = [tuple(key) for key in header["keys"]]
+    if "sessions" in header:
+        sessions = header["sessions"]
+        columns = zip(header["session"], header["records"], header["hashes"], strict=True)
+        keys: list[VectorKey] = [(sessions[n], record, text) for n, record, text in columns]
+    else:
+        keys = [tuple(key) for key in header["keys"]]
     dims, payload = int(header["dimensions"]), data[4 + size :]
     if header.get("encoding") != "int8":
         return keys, *quantize(payload, dims), dims
