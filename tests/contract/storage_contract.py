@@ -229,4 +229,26 @@ async def case_one_batch_spans_the_mounts_of_one_store(storage):
     assert await storage.get_keys("local:log") == ["local:log:0000000000000001"]
 
 
+async def case_a_patch_merges_into_what_the_batch_wrote_before_it(storage):
+    """A guarded record's patch merges into the record as the batch left it: set or
+    deleted earlier in the same batch (alone, or under a deleted prefix; a patch then
+    merges into nothing), or as stored."""
+    for key in ("local:a:one", "local:a:two", "local:b", "local:c"):
+        await storage.set_item(key, {"v": 1, "old": True})
+    guards = [Guard(key, "v", 1) for key in ("local:a:one", "local:b", "local:c")]
+    await storage.write_batch(
+        sets=[("local:b", {"v": 2})],
+        removes=["local:c"],
+        remove_prefixes=["local:a"],
+        patches=[("local:a:one", {"w": 1}), ("local:b", {"w": 2}), ("local:c", {"w": 3})],
+        guards=guards,
+    )
+    assert await storage.get_item("local:b") == {"v": 2, "w": 2}
+    assert not await storage.has_item("local:a:two")
+    assert [await storage.get_item(k) for k in ("local:a:one", "local:c")] == [None, None]
+    await storage.set_item("local:d", {"v": 1, "old": True})
+    await storage.write_batch(patches=[("local:d", {"w": 4})], guards=[Guard("local:d", "v", 1)])
+    assert await storage.get_item("local:d") == {"v": 1, "old": True, "w": 4}
+
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]
