@@ -18,6 +18,7 @@ bookkeeping (``_stored``, ``_unverified``) and the indexing lock.
 """
 
 import asyncio
+import bisect
 import contextlib
 import json
 import math
@@ -57,6 +58,7 @@ MAX_RERANKS = 8
 # a message has now (an edit of nothing but case or accents keeps its vector).
 TEXT_HASH = "left(md5(t.folded), 16)"
 WITH_TEXT = "JOIN search_text t ON t.doc = m.doc"  # where TEXT_HASH reads its text
+Buffer = bytes | memoryview  # codes or scales, or a view of them in a stored batch
 # A vector's key: (session id, record, TEXT_HASH). Batches stored before the hash was kept
 # have (session id, record) only, and are taken as they are.
 VectorKey = tuple[str, ...]
@@ -82,9 +84,9 @@ def encode_batch(keys: list[VectorKey], codes: bytes, scales: bytes, dimensions:
     return struct.pack("<I", len(header)) + header + codes + scales
 
 
-def decode_batch(data: bytes) -> tuple[list[VectorKey], bytes, bytes, int]:
-    """(keys, codes, scales, dimensions). Older versions stored a list per key, and before
-    int8, float32s."""
+def decode_batch(data: bytes) -> tuple[list[VectorKey], Buffer, Buffer, int]:
+    """(keys, codes, scales, dimensions); codes and scales are views of ``data``, not
+    copies. Older versions stored a list per key, and before int8, float32s."""
     (size,) = struct.unpack_from("<I", data)
     header = loads(data[4 : 4 + size])
     if "sessions" in header:
@@ -93,10 +95,19 @@ def decode_batch(data: bytes) -> tuple[list[VectorKey], bytes, bytes, int]:
         keys: list[VectorKey] = [(sessions[n], record, text) for n, record, text in columns]
     else:
         keys = [tuple(key) for key in header["keys"]]
-    dims, payload = int(header["dimensions"]), data[4 + size :]
+    dims, payload = int(header["dimensions"]), memoryview(data)[4 + size :]
     if header.get("encoding") != "int8":
-        return keys, *quantize(payload, dims), dims
+        return keys, *quantize(bytes(payload), dims), dims
     return keys, payload[: len(keys) * dims], payload[len(keys) * dims :], dims
+
+
+def rows_of(codes: Buffer, scales: Buffer, rows: Sequence[int], dims: int) -> tuple[bytes, bytes]:
+    """The codes and scales of ``rows`` only, in that order."""
+    every_scale = memoryview(scales).cast("f")
+    return (
+        b"".join(codes[row * dims : (row + 1) * dims] for row in rows),
+        array("f", [every_scale[row] for row in rows]).tobytes(),
+    )
 
 
 class VectorIndex:
@@ -205,8 +216,9 @@ class VectorIndex:
         await self.sessions.flush()
         keys: list[VectorKey] = []
         batches: list[int] = []
-        codes, scales = bytearray(), bytearray()
-        # One stored batch at a time into Python: its heap never gives memory back.
+        parts: list[tuple[Buffer, Buffer]] = []
+        # A few stored batches at a time into Python, as they are (views, no copies): its
+        # heap never gives memory back.
         for key, data in await self.storage.get_all_raw_native(self.prefix):
             batch_keys, batch_codes, batch_scales, stored_dims = decode_batch(native_bytes(data))
             if stored_dims == dims:
@@ -216,13 +228,12 @@ class VectorIndex:
                     self._unverified.add(batch)
                 keys += batch_keys
                 batches += [batch] * len(batch_keys)
-                codes += batch_codes
-                scales += batch_scales
-            if len(keys) >= LOAD_CHUNK:  # thousands of small batches, few big inserts
-                await self._insert(keys, batches, bytes(codes), bytes(scales))
-                keys, batches, codes, scales = [], [], bytearray(), bytearray()
+                parts.append((batch_codes, batch_scales))
+            if len(keys) >= LOAD_CHUNK:  # thousands of small batches, few big joins
+                await self._insert(keys, batches, parts)
+                keys, batches, parts = [], [], []
         if keys:
-            await self._insert(keys, batches, bytes(codes), bytes(scales))
+            await self._insert(keys, batches, parts)
         self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
         self.load_ms = round((time.perf_counter() - started) * 1000, 1)
 
@@ -232,12 +243,13 @@ class VectorIndex:
         return self._batches
 
     async def _insert(
-        self, keys: list[VectorKey], batches: list[int], codes: bytes, scales: bytes
+        self, keys: list[VectorKey], batches: list[int], parts: list[tuple[Buffer, Buffer]]
     ) -> None:
         """Vectors by (session id, record, text) to their messages' docs, in the table and
         the scan: messages deleted meanwhile (or before a reload) find no row to join, and
         messages edited meanwhile no row with their text, so they stay pending and are
-        embedded again. Only the keys go to DuckDB; the codes stay here for the scan."""
+        embedded again. Only the keys go to DuckDB; the codes (``parts``: codes and scales
+        of consecutive keys, one part per stored batch) go to the scan."""
         columns = {
             "session_id": [k[0] for k in keys],
             "record": [k[1] for k in keys],
@@ -281,13 +293,18 @@ class VectorIndex:
         rows = [int(row) for row in inserted.column("row")]
         for doc, batch in zip(docs, inserted.column("batch"), strict=True):
             self._scanned.setdefault(int(batch), array("i")).append(doc)
-        if len(rows) < len(keys):
-            dims = self.config.dimensions
-            codes = b"".join(codes[row * dims : (row + 1) * dims] for row in rows)
-            every_scale = array("f", scales)
-            scales = array("f", [every_scale[row] for row in rows]).tobytes()
         assert self.scan is not None  # made by _load, before any insert
-        self.scan.add(docs, codes, scales)
+        first = taken = 0  # this part's first key, and its first row in ``rows``
+        for codes, scales in parts:
+            count = len(scales) // 4
+            end = bisect.bisect_left(rows, first + count, taken)
+            if end - taken == count:  # all of it: the part as it is
+                self.scan.add(docs[taken:end], codes, scales)
+            elif end > taken:
+                picked = [row - first for row in rows[taken:end]]
+                dims = self.config.dimensions
+                self.scan.add(docs[taken:end], *rows_of(codes, scales, picked, dims))
+            first, taken = first + count, end
 
     _PENDING = f"""FROM chat_messages m {WITH_TEXT}
         WHERE t.folded <> '' AND m.role IN {EMBEDDED_ROLES}
@@ -365,7 +382,7 @@ class VectorIndex:
         batch = self._number()
         key = f"{self.prefix}:{self.sessions.clock():013d}-{self.sessions.writer_id}-{batch:06d}"
         self._stored[batch] = (key, len(keys))
-        await self._insert(keys, [batch] * len(keys), codes, scales)
+        await self._insert(keys, [batch] * len(keys), [(codes, scales)])
         await self.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
         self.indexed += len(keys)
         self.pending = max(self.pending - len(keys), 0)
@@ -402,9 +419,7 @@ class VectorIndex:
             await self.storage.remove_item(key)
             del self._stored[batch]
             return
-        kept_codes = b"".join(codes[row * dims : (row + 1) * dims] for row in kept)
-        row_scales = array("f", scales)
-        kept_scales = array("f", [row_scales[row] for row in kept]).tobytes()
+        kept_codes, kept_scales = rows_of(codes, scales, kept, dims)
         kept_keys = [(*keys[row][:2], texts[keys[row][:2]]) for row in kept]
         await self.storage.set_item_raw(key, encode_batch(kept_keys, kept_codes, kept_scales, dims))
         self._stored[batch] = (key, len(kept))

@@ -51,9 +51,10 @@ class PythonVectorScan:
         self.vectors: dict[int, tuple[array, float]] = {}
 
     def add(self, docs: Sequence[int], codes: bytes, scales: bytes) -> None:
-        scale_values = array("f", scales)
+        scale_values = memoryview(scales).cast("f")
+        code_values = memoryview(codes).cast("b")
         for row, doc in enumerate(docs):
-            row_codes = array("b", codes[row * self.dims : (row + 1) * self.dims])
+            row_codes = array("b", code_values[row * self.dims : (row + 1) * self.dims])
             self.vectors[doc] = (row_codes, scale_values[row])
 
     def remove(self, docs: Sequence[int]) -> None:
