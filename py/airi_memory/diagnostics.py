@@ -12,7 +12,7 @@ import time
 from array import array
 from typing import Any
 
-from .search.semantic import TEXT_HASH, WITH_TEXT, VectorIndex, decode_batch
+from .search.semantic import TEXT_HASH, WITH_TEXT, VectorIndex, decode_batch, rows_of
 from .sql import SqlEngine
 
 _SCRATCH = "diagnostics_bulk_insert"
@@ -75,7 +75,9 @@ async def stored_vectors(index: VectorIndex, batch: int) -> dict[str, Any]:
     keys = sorted(await index.storage.get_keys(index.prefix))
     if batch >= len(keys):
         return {"texts": [], "codes": b""}
-    stored_keys, codes, _, dims = decode_batch(bytes(await index.storage.get_item_raw(keys[batch])))
+    stored_keys, codes, scales, dims = decode_batch(
+        bytes(await index.storage.get_item_raw(keys[batch]))
+    )
     sessions = sorted({key[0] for key in stored_keys})
     found = await index.sql.query(
         f"SELECT m.session_id, m.record, t.folded FROM chat_messages m {WITH_TEXT} "
@@ -86,7 +88,7 @@ async def stored_vectors(index: VectorIndex, batch: int) -> dict[str, Any]:
     kept = [row for row, key in enumerate(stored_keys) if tuple(key[:2]) in texts]
     return {
         "texts": [texts[tuple(stored_keys[row][:2])] for row in kept],
-        "codes": b"".join(codes[row * dims : (row + 1) * dims] for row in kept),
+        "codes": rows_of(codes, scales, kept, dims)[0],
     }
 
 

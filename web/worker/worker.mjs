@@ -8,7 +8,6 @@ const runtimeUrl = new URL("./", import.meta.url).href;
 const postEvent = (event, detail) => self.postMessage({ event, detail });
 let api = null;
 let pyodide = null;
-let loadPyodide = null; // from the runtime's pyodide.mjs, imported at boot
 let host = null; // its DuckDB and model workers are ended on close, whatever Python does
 let testHooks = false; // the facade's testHooks option: crash and block on request
 let poll = null;
@@ -54,7 +53,7 @@ async function readSnapshot() {
 
 /** Pyodide with our package, restored from the start-up snapshot when asked (Pyodide's
  *  private `_loadSnapshot`): if that fails, booted as usual, and `outcome` says why. */
-async function startPython(withSnapshot, timed, outcome) {
+async function startPython(loadPyodide, withSnapshot, timed, outcome) {
   const options = {
     indexURL: runtimeUrl,
     lockFileURL: `${runtimeUrl}pyodide-lock.json`,
@@ -88,10 +87,10 @@ async function boot(options, withTestHooks, withSnapshot) {
       return value;
     });
   progress("start");
-  ({ loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`));
+  const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
   const outcome = { startupSnapshot: "off" };
   // Python starts importing our modules (and pydantic) while DuckDB-WASM still compiles.
-  const python = timed("pyodide", startPython(withSnapshot === true, timed, outcome)).then((loaded) => {
+  const python = timed("pyodide", startPython(loadPyodide, withSnapshot === true, timed, outcome)).then((loaded) => {
     pyodide = loaded;
     return timed("imports", Promise.resolve(loaded.pyimport("airi_memory.browser.host")));
   });
