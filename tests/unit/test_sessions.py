@@ -1,11 +1,14 @@
 """The sessions contract on CPython (memory and fs drivers, duckdb), plus properties."""
 
 import asyncio
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from airi_memory.errors import WriteConflictError
+from airi_memory.sessions import writer
 from contract.common import START
 from contract.sessions_contract import CASES
 from native_systems import system_factory
@@ -87,3 +90,51 @@ async def test_native_host_keeps_sessions_in_a_folder(tmp_path):
         "still here?"
     ]
     assert (await second.sessions.get_session(sid))["title"] == "On disk"
+
+
+class _Store:
+    """Counts catch-ups, as ``CatchUp`` would do them."""
+
+    def __init__(self) -> None:
+        self.catch_ups = 0
+
+    async def catch_up(self) -> dict:
+        self.catch_ups += 1
+        return {}
+
+    async def sync(self) -> dict:
+        return {}
+
+
+def _colliding(times: int):
+    """A guarded write another tab beats ``times`` times before it commits."""
+    calls = {"n": 0}
+
+    async def attempt() -> str:
+        calls["n"] += 1
+        if calls["n"] <= times:
+            raise WriteConflictError("memory:sessions:s1")
+        return "stored"
+
+    return attempt, calls
+
+
+async def test_a_guarded_write_keeps_its_turn_however_often_it_collides(monkeypatch):
+    # Three tabs catching up on a big import once beat one write 40 times in a row, and
+    # the write was refused although its tab would have had its turn a moment later.
+    monkeypatch.setattr(writer, "CONFLICT_BACKOFF_CAP_MS", 0.01)
+    attempt, calls = _colliding(120)
+    store, counts = _Store(), {"conflicts": 0}
+    assert await writer.retry_on_conflict(attempt, store, counts) == "stored"
+    assert (calls["n"], counts["conflicts"], store.catch_ups) == (121, 120, 120)
+
+
+async def test_a_guarded_write_colliding_past_its_patience_is_refused(monkeypatch):
+    monkeypatch.setattr(writer, "CONFLICT_PATIENCE_S", 0.05)
+    monkeypatch.setattr(writer, "CONFLICT_BACKOFF_CAP_MS", 5.0)
+    attempt, calls = _colliding(10**9)
+    started = time.monotonic()
+    with pytest.raises(WriteConflictError, match="memory:sessions:s1"):
+        await writer.retry_on_conflict(attempt, _Store(), {"conflicts": 0})
+    assert 0.05 <= time.monotonic() - started < 2.0
+    assert calls["n"] > 1

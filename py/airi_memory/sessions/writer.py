@@ -10,6 +10,7 @@ that first (``guarded``). Message records are named here and nowhere else (``Seq
 
 import asyncio
 import random
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
@@ -23,8 +24,11 @@ from .queue import Background, PersistQueue
 from .reader import error_text
 
 SNAPSHOT_AFTER = 2000  # records changed since the last snapshot before a new one is taken
-MAX_CONFLICTS = 40  # guarded write attempts before giving up (each one follows a catch-up)
-CONFLICT_BACKOFF_MS = 2.0  # first wait after a conflict; doubled, randomised, capped at 128
+# How long a guarded write keeps deciding again before it is refused. Bounded by time, not
+# by count: three tabs catching up on a large import can collide 40 times in a few seconds.
+CONFLICT_PATIENCE_S = 30.0
+CONFLICT_BACKOFF_MS = 2.0  # first wait after a conflict; doubled and randomised
+CONFLICT_BACKOFF_CAP_MS = 128.0  # the longest of those waits
 T = TypeVar("T")
 
 
@@ -71,16 +75,21 @@ async def retry_on_conflict(
 ) -> T:
     """Run a write that guards what it decided on; when another tab changed that first,
     catch up from the store and decide again. Tabs that keep colliding back off for a
-    random, growing while (as Ethernet does), so each gets its turn."""
-    for tries in range(MAX_CONFLICTS - 1):
+    random, growing while (as Ethernet does), so each gets its turn; a write still
+    colliding after ``CONFLICT_PATIENCE_S`` is refused with the conflict."""
+    give_up_at = time.monotonic() + CONFLICT_PATIENCE_S
+    tries = 0
+    while True:
         try:
             return await attempt()
         except WriteConflictError:
             counts["conflicts"] += 1
-            wait = random.uniform(0, min(CONFLICT_BACKOFF_MS * 2**tries, 128.0))
-            await asyncio.sleep(wait / 1000)
+            if time.monotonic() >= give_up_at:
+                raise
+            cap = min(CONFLICT_BACKOFF_MS * 2**tries, CONFLICT_BACKOFF_CAP_MS)
+            await asyncio.sleep(random.uniform(0, cap) / 1000)
             await catch_up.catch_up()
-    return await attempt()
+            tries = min(tries + 1, 16)  # the cap is reached long before; keeps 2**tries small
 
 
 class Writer:
