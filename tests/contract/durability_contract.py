@@ -48,18 +48,19 @@ async def case_a_snapshot_never_replaces_one_that_pruned_past_it(open_system):
     sid = (await ahead.sessions.create_session({"title": "Shared"}))["sessionId"]
     await _say(ahead, sid, "m0", "m1")
     await ahead.sessions.snapshot()
-    prepare = behind.sessions.mirror.before_snapshot
+    prepare = behind.sessions.mirror.save
 
     async def prepare_while_the_other_tab_snapshots_twice():
         # After the lagging tab caught up and before it writes its snapshot, the other
         # tab writes and snapshots twice: what the lagging one covers is now pruned.
-        behind.sessions.mirror.before_snapshot = prepare  # only the first attempt
-        await prepare()
+        behind.sessions.mirror.save = prepare  # only the first attempt
+        saved = await prepare()
         for content in ("m2", "m3"):
             await _say(ahead, sid, content)
             await ahead.sessions.snapshot()
+        return saved
 
-    behind.sessions.mirror.before_snapshot = prepare_while_the_other_tab_snapshots_twice
+    behind.sessions.mirror.save = prepare_while_the_other_tab_snapshots_twice
     conflicts = behind.sessions.stats()["journal"]["conflicts"]
     # Its first attempt is refused (the guard on the head); it catches up and retakes it.
     report = await behind.sessions.snapshot()

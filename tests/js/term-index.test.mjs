@@ -508,3 +508,35 @@ test("tfs beyond 16 bits are kept whole", () => {
   assertMatches(index, model, BigInt64Array.of(vocab[0], vocab[1]), Int32Array.of(1, 1), 20);
   assertQueries(index, model, random, vocab, 10);
 });
+
+test("postings() gives every live posting in (term, doc) order, and an index loaded from them ranks the same", () => {
+  const random = randomSource(12);
+  const vocab = vocabulary(random, 800);
+  const index = createTermIndex();
+  const model = new Model();
+  let next = 1;
+  // Past one merge, so the postings sit in the base and in the delta, and removed docs in both.
+  while (next < 4000) {
+    const docs = Array.from({ length: 1 + Math.floor(random() * 30) }, () => next++);
+    addBatch(index, model, makeBatch(random, docs, vocab));
+    if (random() < 0.1) {
+      const doomed = [...model.lengths.keys()].filter(() => random() < 0.02);
+      index.remove(Int32Array.from(doomed));
+      model.remove(doomed);
+    }
+  }
+  const saved = index.postings();
+  const expected = [...model.postings].flatMap(([doc, terms]) => [...terms].map(([t, tf]) => [t, doc, tf]));
+  expected.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[1] - b[1]));
+  assert.deepEqual(
+    Array.from(saved.docs, (doc, p) => [saved.terms[p], doc, saved.tfs[p]]),
+    expected,
+  );
+  assert.ok(saved.terms instanceof BigInt64Array && saved.docs instanceof Int32Array && saved.tfs instanceof Int32Array);
+  const reloaded = createTermIndex();
+  const live = [...model.lengths];
+  reloaded.add(Int32Array.from(live, ([doc]) => doc), Int32Array.from(live, ([, n]) => n), saved.docs, saved.terms, saved.tfs);
+  assert.equal(reloaded.size, model.lengths.size);
+  assertQueries(reloaded, model, random, vocab, 20, [1, 10, 100]);
+  assertQueries(index, model, random, vocab, 5); // the index itself is unchanged by it
+});

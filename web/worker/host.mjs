@@ -6,7 +6,7 @@
 // hands it to Python at boot; tests inside pytest-pyodide import it the same way.
 // `onEvent` receives progress the page may want to show; `timeouts` (the options' own,
 // validated again by Python) bound the waits on DuckDB and on the model.
-import { columnsOfExport, openDuckDb } from "./duckdb-engine.mjs";
+import { columnsOfExport, exportOfColumns, openDuckDb } from "./duckdb-engine.mjs";
 import { createLocalEmbedder } from "./embeddings.mjs";
 import { request } from "./http.mjs";
 import { failNextCommits, openStore } from "./idb-store.mjs";
@@ -26,18 +26,26 @@ export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeou
     http: { request },
     network,
     vectorScan: { create: (dims) => createVectorScan(dims) },
-    termIndex: { create: () => createTermIndex(), addSaved: addSavedTables },
+    termIndex: { create: () => createTermIndex(), addSaved: addSavedTables, saved: savedPostings },
     embedder: createLocalEmbedder(runtimeUrl, (detail) => onEvent("embedding-progress", detail), {
       loadTimeoutMs: positive(timeouts.embeddingLoadMs),
     }),
   };
 }
 
-/** A snapshot's search_terms and search_text (DuckDB's exportArrow bytes) into a term index. */
+/** A snapshot's search_terms (`savedPostings`' bytes) and search_text (DuckDB's exportArrow
+ *  bytes) into a term index. */
 function addSavedTables(index, termsTable, textTable) {
   const [postingDocs, terms, tfs] = columnsOfExport(termsTable, ["doc", "term", "tf"]);
   const [docs, lengths] = columnsOfExport(textTable, ["doc", "terms"]);
   index.add(docs, lengths, postingDocs, terms, tfs);
+}
+
+/** A term index's postings as a snapshot saves them (search_terms): Arrow IPC, as
+ *  DuckDB exported the table when it held one. */
+function savedPostings(index) {
+  const { docs, terms, tfs } = index.postings();
+  return exportOfColumns({ doc: docs, term: terms, tf: tfs });
 }
 
 /** A number of milliseconds setTimeout can wait, or undefined (the default then applies;

@@ -1,9 +1,9 @@
 // BM25 keyword search over an in-memory inverted index of the messages' terms.
 //
-// DuckDB's search_text and search_terms tables stay the persisted truth; this is a copy
-// derived from them and kept beside them in the worker (as vector-scan.mjs is for the
-// vectors), because scoring a query here takes well under a millisecond where the SQL
-// statement took 20-35 ms. Scores are Lucene's BM25 as that SQL computed it, in doubles.
+// The only copy of the postings in memory: DuckDB keeps each message's length and folded
+// text (search_text), this the (doc, term, tf) postings, and a snapshot saves them from
+// here (`postings`). Scoring a query here takes well under a millisecond where the SQL
+// statement over DuckDB's own postings took 20-35 ms. Scores are Lucene's BM25, in doubles.
 //
 // Terms are 64-bit hashes. They are held in BigInt64Arrays (one bulk copy in, one native
 // sort) and read through Int32Array views of the same memory: a signed high word, then an
@@ -872,6 +872,20 @@ export class TermIndex {
     }
     // Many dead postings slow queries (skipped one by one, and counted for df): drop them.
     if (this.#deadLength >= this.#mergeThreshold()) this.#mergeDelta();
+  }
+
+  /**
+   * Every live posting, in (term, doc) order, as `add` takes them back: what a snapshot
+   * saves. The delta, and the postings of removed docs, are merged away first.
+   * @returns {{ docs: Int32Array, terms: BigInt64Array, tfs: Int32Array }}
+   */
+  postings() {
+    if (this.#delta.postingCount > 0 || this.#deadDocs > 0) this.#mergeDelta();
+    const base = this.#base;
+    const count = base.postingCount;
+    const terms = new BigInt64Array(count);
+    for (let t = 0; t < base.termCount; t++) terms.fill(base.terms[t], base.starts[t], base.starts[t + 1]);
+    return { docs: base.docs.slice(0, count), terms, tfs: Int32Array.from(base.tfs.subarray(0, count)) };
   }
 
   /** Empties the index, tombstones too: as new. */

@@ -12,9 +12,10 @@ from ..search.term_index import TermIndex, TermIndexFactory
 
 
 class JsTermIndex:
-    def __init__(self, index: Any, add_saved: Any) -> None:
+    def __init__(self, index: Any, add_saved: Any, saved: Any) -> None:
         self.index = index
         self._add_saved = add_saved
+        self._saved = saved
 
     def add(
         self,
@@ -35,6 +36,10 @@ class JsTermIndex:
     def add_saved(self, terms_table: Any, text_table: Any) -> None:
         """DuckDB-WASM's exports (Arrow IPC, still in JS): read there, never in Python."""
         self._add_saved(self.index, terms_table, text_table)
+
+    def saved(self) -> Any:
+        """Arrow IPC bytes, made in JS and left there (a Uint8Array) for storage to keep."""
+        return self._saved(self.index)
 
     def remove(self, docs: Sequence[int]) -> None:
         self.index.remove(to_js(array("i", docs)))
@@ -71,6 +76,6 @@ def js_term_index(host_terms: Any) -> TermIndexFactory:
     """The factory the system makes its term index with, from the host's ``termIndex``."""
 
     def new_index() -> TermIndex:
-        return JsTermIndex(host_terms.create(), host_terms.addSaved)
+        return JsTermIndex(host_terms.create(), host_terms.addSaved, host_terms.saved)
 
     return new_index

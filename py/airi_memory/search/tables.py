@@ -3,9 +3,11 @@ the term index BM25 ranks with (``term_index``), kept beside them.
 
 ``SearchTables`` is registered with the mirror from above (api.py): it analyses each
 message's text once, when its row is built, and inserts its rows in the mirror's batches.
-The mirror deletes them with their messages (they are keyed by ``doc``), and snapshots
-save the text and term tables, so a start-up from a snapshot analyses nothing again: the
-term index is loaded from those same saved tables.
+The mirror deletes them with their messages (they are keyed by ``doc``). The postings
+live only in the term index, not in DuckDB: at 100,000 messages they are 1.4M rows, which
+DuckDB held in memory a second time and imported at every start-up. Snapshots save the
+text table and the index's postings (``search_terms``, in the format DuckDB exported that
+table in when it had one), so a start-up from a snapshot analyses nothing again.
 """
 
 from collections import Counter
@@ -18,7 +20,7 @@ from .term_index import TermIndex
 from .text import fold, term_counts, term_id
 
 TEXT_TABLE = "search_text"
-TERMS_TABLE = "search_terms"
+TERMS_SAVED = "search_terms"  # the term index's postings, as a snapshot names them
 VECTORS_TABLE = "message_vectors"
 # Which messages have a vector, and in which stored batch: filled by search.semantic (the
 # vectors themselves are in its scan and in storage), which creates it afresh per model.
@@ -29,8 +31,6 @@ SCHEMA = [
     # and accents folded (substring search, phrases, and what a vector was made from).
     f"CREATE OR REPLACE TABLE {TEXT_TABLE} (doc INTEGER, terms INTEGER, folded VARCHAR)",
     f"CREATE INDEX {TEXT_TABLE}_doc ON {TEXT_TABLE} (doc)",
-    # The keyword index: one row per (message, term); terms as 64-bit hashes.
-    f"CREATE OR REPLACE TABLE {TERMS_TABLE} (doc INTEGER, term BIGINT, tf INTEGER)",
     # Here too, so that deleting a message always deletes its vector's row.
     VECTORS_SCHEMA,
 ]
@@ -39,9 +39,9 @@ SCHEMA = [
 class SearchTables:
     """The keyword index and message vectors, as the mirror's ``DerivedTables``."""
 
-    tables = (TEXT_TABLE, TERMS_TABLE, VECTORS_TABLE)
+    tables = (TEXT_TABLE, VECTORS_TABLE)
     # Vectors are stored by search.semantic, in their own records, per model.
-    saved_tables = (TEXT_TABLE, TERMS_TABLE)
+    saved = (TEXT_TABLE, TERMS_SAVED)
 
     def __init__(self, index: TermIndex) -> None:
         self.index = index
@@ -52,8 +52,14 @@ class SearchTables:
     def cleared(self) -> None:
         self.index.clear()
 
-    def restored(self, saved: Mapping[str, Any]) -> None:
-        self.index.add_saved(saved[TERMS_TABLE], saved[TEXT_TABLE])
+    async def save(self, sql: SqlEngine) -> list[Any]:
+        return [await sql.export_table(TEXT_TABLE), self.index.saved()]
+
+    async def restore(self, sql: SqlEngine, saved: Mapping[str, Any]) -> None:
+        # The index reads first: importing hands the bytes to DuckDB's worker, which may
+        # take them (a detached buffer in the browser).
+        self.index.add_saved(saved[TERMS_SAVED], saved[TEXT_TABLE])
+        await sql.import_table(TEXT_TABLE, saved[TEXT_TABLE])
 
     def deleted(self, docs: Sequence[int]) -> None:
         self.index.remove(docs)
@@ -67,22 +73,13 @@ class SearchTables:
         pairs = list(zip(docs, analyses, strict=True))
         texts = [(doc, sum(counts.values()), folded) for doc, (folded, counts) in pairs]
         await insert_rows(sql, TEXT_TABLE, "doc, terms, folded", texts)
-        terms: list[Any] = [
+        terms = [
             (doc, term_id(term), tf) for doc, (_, counts) in pairs for term, tf in counts.items()
         ]
-        await insert_rows(sql, TERMS_TABLE, "doc, term, tf", terms)
         self.index.add(
             [doc for doc, _, _ in texts],
             [length for _, length, _ in texts],
             [doc for doc, _, _ in terms],
             [term for _, term, _ in terms],
             [tf for _, _, tf in terms],
-        )
-
-    async def before_snapshot(self, sql: SqlEngine) -> None:
-        """Order the term index by term, so a lookup skips the blocks that cannot match
-        (DuckDB's zone maps); a snapshot keeps the order."""
-        await sql.execute(
-            f"CREATE OR REPLACE TABLE {TERMS_TABLE} AS "
-            f"SELECT * FROM {TERMS_TABLE} ORDER BY term, doc"
         )

@@ -2,9 +2,10 @@
 
 A port, one implementation per place: the browser's is web/worker/term-index.mjs (typed
 arrays in the worker; ``browser.term_index``); ``PythonTermIndex`` is the same arithmetic
-in Python, for CPython and as the reference. DuckDB keeps the truth (``search_terms``,
-``search_text``, saved in snapshots); the index is filled from the rows the mirror
-inserts, told of the docs it deletes, and loaded from a snapshot's saved tables.
+in Python, for CPython and as the reference. The index holds the only copy of the
+postings; DuckDB's ``search_text`` holds each doc's length. The index is filled from the
+rows the mirror inserts, told of the docs it deletes, saved in snapshots (``saved``) and
+loaded back from them (``add_saved``).
 
 BM25 as Lucene computes it: idf = ln(1 + (N - df + 0.5) / (df + 0.5)), k1 = 1.2,
 b = 0.75; N and the average length count the docs with at least one term.
@@ -32,8 +33,13 @@ class TermIndex(Protocol):
         reused (the mirror numbers a retried row afresh)."""
 
     def add_saved(self, terms_table: Any, text_table: Any) -> None:
-        """Postings and lengths from ``search_terms`` and ``search_text`` as this place's
-        SQL engine exported them (``SqlEngine.export_table``, a snapshot)."""
+        """Postings and lengths from a snapshot: ``search_terms`` as ``saved`` made it
+        (or this place's SQL engine exported the table, when DuckDB held it) and
+        ``search_text`` as the engine exported it (``SqlEngine.export_table``)."""
+
+    def saved(self) -> Any:
+        """Every live posting, ordered by term then doc, as ``add_saved`` reads them: in
+        the format this place's ``SqlEngine.export_table`` makes, columns doc, term, tf."""
 
     def remove(self, docs: Sequence[int]) -> None: ...
 
@@ -105,6 +111,20 @@ class PythonTermIndex:
 
         terms, texts = pickle.loads(terms_table), pickle.loads(text_table)  # our own bytes
         self.add(texts["doc"], texts["terms"], terms["doc"], terms["term"], terms["tf"])
+
+    def saved(self) -> bytes:
+        """Pickled columns, as the CPython engine exports a table."""
+        import pickle  # as in add_saved
+
+        rows = sorted(
+            (term, doc, tf) for term, tfs in self.postings.items() for doc, tf in tfs.items()
+        )
+        terms, docs, tfs = (
+            (list(column) for column in zip(*rows, strict=True)) if rows else ([], [], [])
+        )
+        return pickle.dumps(
+            {"doc": docs, "term": terms, "tf": tfs}, protocol=pickle.HIGHEST_PROTOCOL
+        )
 
     def remove(self, docs: Sequence[int]) -> None:
         self.removed.update(docs)

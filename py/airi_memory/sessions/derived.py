@@ -5,9 +5,10 @@ messages (search) keeps its own tables keyed by that number and is registered fr
 (api.py), so sessions imports nothing of it. The mirror hands it each row's text when the
 row is built (the analysis then rides with the row), tells it of rows inserted in the
 same batches as its own columnar inserts, deletes its rows in the same statements that
-delete their messages (telling it which), and a snapshot saves and restores the tables it
+delete their messages (telling it which), and a snapshot saves and restores what it
 names, so a start-up from a snapshot does not analyse every message again. What it keeps
-beside its tables (search's term index) follows the same four events.
+beside its tables (search's term index) follows the same events, and may be saved in a
+snapshot in place of a table.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,8 +24,9 @@ class DerivedTables(Protocol):
 
     # Every table it keeps, keyed by ``doc``: a message's rows there go with the message.
     tables: tuple[str, ...]
-    # Those a snapshot saves (in this order) and a start-up from it restores.
-    saved_tables: tuple[str, ...]
+    # What a snapshot saves for it (in this order) and a start-up from it restores: its
+    # tables' names, or names of what it keeps beside them.
+    saved: tuple[str, ...]
 
     def schema(self) -> list[str]:
         """Statements creating its tables afresh (run whenever the mirror is created)."""
@@ -32,9 +34,13 @@ class DerivedTables(Protocol):
     def cleared(self) -> None:
         """Its tables were just created afresh: anything it holds beside them goes."""
 
-    def restored(self, saved: Mapping[str, Any]) -> None:
-        """Its saved tables were imported from a snapshot, as ``export_table`` made them
-        (by table name), not inserted through ``insert``."""
+    async def save(self, sql: SqlEngine) -> list[Any]:
+        """The bytes of each of ``saved``, in order, for a snapshot (every buffered row is
+        in)."""
+
+    async def restore(self, sql: SqlEngine, saved: Mapping[str, Any]) -> None:
+        """Its part of a snapshot, by name, as ``save`` made it: into its tables (created
+        empty) and what it keeps beside them, instead of rows through ``insert``."""
 
     def deleted(self, docs: Sequence[int]) -> None:
         """These messages are about to be deleted, with its rows (in the statements that
@@ -45,9 +51,6 @@ class DerivedTables(Protocol):
 
     async def insert(self, sql: SqlEngine, docs: Sequence[int], analyses: Sequence[Any]) -> None:
         """Rows for messages just inserted (one batch, as the mirror inserted them)."""
-
-    async def before_snapshot(self, sql: SqlEngine) -> None:
-        """Put its tables in the order a snapshot should keep."""
 
 
 def by_column(names: str, rows: Iterable[Sequence[Any]]) -> dict[str, list[Any]]:

@@ -99,17 +99,27 @@ class SessionMirror:
             owner.cleared()
 
     @property
-    def saved_tables(self) -> tuple[str, ...]:
-        """The tables a snapshot saves: the messages and what is derived from them (the
-        session table is rebuilt from its records: it is small)."""
-        return ("chat_messages", *(t for owner in self.derived for t in owner.saved_tables))
+    def saved_names(self) -> tuple[str, ...]:
+        """What a snapshot saves: the messages and what is derived from them (the session
+        table is rebuilt from its records: it is small)."""
+        return ("chat_messages", *(name for owner in self.derived for name in owner.saved))
 
-    def restored(self, saved: Sequence[Any]) -> None:
-        """The ``saved_tables`` (in their order) were imported from a snapshot: each owner
-        is handed its own, as exported."""
-        by_table = dict(zip(self.saved_tables, saved, strict=True))
+    async def save(self) -> list[Any]:
+        """Every buffered row in, then the bytes of each of ``saved_names``, in order."""
+        await self.flush()
+        saved = [await self.sql.export_table("chat_messages")]
         for owner in self.derived:
-            owner.restored({table: by_table[table] for table in owner.saved_tables})
+            saved += await owner.save(self.sql)
+        return saved
+
+    async def restore(self, saved: Sequence[Any]) -> None:
+        """Fresh tables filled from a snapshot (``save``'s bytes, in order): each owner
+        restores its own part; new rows are numbered after the snapshot's."""
+        by_name = dict(zip(self.saved_names, saved, strict=True))
+        await self.sql.import_table("chat_messages", by_name["chat_messages"])
+        for owner in self.derived:
+            await owner.restore(self.sql, {name: by_name[name] for name in owner.saved})
+        await self._resume_numbering()
 
     def _derived_tables(self) -> list[str]:
         return [table for owner in self.derived for table in owner.tables]
@@ -203,16 +213,10 @@ class SessionMirror:
             await self._insert_apart(rows[:middle], insert, undo, where)
             await self._insert_apart(rows[middle:], insert, undo, where)
 
-    async def resume_numbering(self) -> None:
+    async def _resume_numbering(self) -> None:
         """After a snapshot was imported: new rows continue after its highest ``doc``."""
         top = await self.sql.query("SELECT coalesce(max(doc), 0) AS top FROM chat_messages")
         self._next_doc = int(top.scalar()) + 1
-
-    async def before_snapshot(self) -> None:
-        """Every buffered row in, and derived tables in the order a snapshot keeps."""
-        await self.flush()
-        for owner in self.derived:
-            await owner.before_snapshot(self.sql)
 
     async def _delete_session_rows(self, session_ids: Sequence[str]) -> None:
         if len(session_ids) <= SMALL_INSERT:

@@ -47,7 +47,7 @@ async def restore(
     """Fill the view and mirror, then take a snapshot when there was none to start from."""
     mirror, journal = view.mirror, catch_up.journal
     laps = _Laps(timings)
-    saved, covers = await _read_snapshot(reader, mirror.saved_tables)
+    saved, covers = await _read_snapshot(reader, mirror.saved_names)
     laps.mark("readSnapshot")
     through = covers.get("through") if covers is not None else None
     restored = isinstance(through, int) and all(d is not None and len(d) for d in saved)
@@ -56,12 +56,7 @@ async def restore(
     if restored:
         await reader.recheck_quarantined(covers.get("quarantined"))
         try:
-            # The owners read their saved tables first: importing hands the bytes to
-            # DuckDB's worker, which may take them (a detached buffer in the browser).
-            mirror.restored(saved)
-            for table, data in zip(mirror.saved_tables, saved, strict=True):
-                await mirror.sql.import_table(table, data)
-            await mirror.resume_numbering()
+            await mirror.restore(saved)
             laps.mark("importSnapshot")
             journal.position = through
             await catch_up.catch_up()  # rebuilds from the records if the log cannot bridge

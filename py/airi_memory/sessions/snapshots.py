@@ -88,9 +88,8 @@ class Snapshots:
     async def _take(self) -> dict[str, Any]:
         await self.catch_up.catch_up()  # the tables then reflect exactly the journal up to here
         through = self.journal.position
-        await self.mirror.before_snapshot()
-        saved = self.mirror.saved_tables
-        tables = [(snapshot_key(t), await self.mirror.sql.export_table(t)) for t in saved]
+        saved = await self.mirror.save()
+        tables = list(zip(map(snapshot_key, self.mirror.saved_names), saved, strict=True))
         previous = await self.storage.get_item(SNAPSHOT_COVERS)
         covered_before = previous.get("through") if isinstance(previous, dict) else 0
         prune = min(covered_before if isinstance(covered_before, int) else 0, through)
