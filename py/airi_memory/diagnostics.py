@@ -12,7 +12,8 @@ import time
 from array import array
 from typing import Any
 
-from .search.semantic import TEXT_HASH, WITH_TEXT, VectorIndex, decode_batch, rows_of
+from .search.semantic import TEXT_HASH, WITH_TEXT, VectorIndex
+from .search.vector_batches import decode_batch, rows_of
 from .sql import SqlEngine
 
 _SCRATCH = "diagnostics_bulk_insert"
@@ -75,9 +76,8 @@ async def stored_vectors(index: VectorIndex, batch: int) -> dict[str, Any]:
     keys = sorted(await index.storage.get_keys(index.prefix))
     if batch >= len(keys):
         return {"texts": [], "codes": b""}
-    stored_keys, codes, scales, dims = decode_batch(
-        bytes(await index.storage.get_item_raw(keys[batch]))
-    )
+    stored = decode_batch(await index.storage.get_item_raw(keys[batch]))
+    stored_keys, codes, scales, dims = stored.keys, stored.codes, stored.scales, stored.dims
     sessions = sorted({key[0] for key in stored_keys})
     found = await index.sql.query(
         f"SELECT m.session_id, m.record, t.folded FROM chat_messages m {WITH_TEXT} "

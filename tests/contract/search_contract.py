@@ -594,7 +594,8 @@ async def case_vectors_stored_as_float32_by_an_older_version_still_load(open_sys
     # Stored again with the text each vector was made from: an edit is caught from now on.
     import asyncio
 
-    from airi_memory.search.semantic import TEXT_HASH, WITH_TEXT, decode_batch
+    from airi_memory.search.semantic import TEXT_HASH, WITH_TEXT
+    from airi_memory.search.vector_batches import decode_batch
 
     texts = await restarted.query(
         f"SELECT session_id, record, {TEXT_HASH} AS text FROM chat_messages m {WITH_TEXT} "
@@ -603,7 +604,7 @@ async def case_vectors_stored_as_float32_by_an_older_version_still_load(open_sys
     wanted = sorted((r["session_id"], r["record"], r["text"]) for r in texts)
     for _ in range(200):
         stored = await restarted.storage.get_all("local:memory:vectors", raw=True)
-        keys = sorted(key for _, data in stored for key in decode_batch(bytes(data))[0])
+        keys = sorted(key for _, data in stored for key in decode_batch(bytes(data)).keys)
         if keys == wanted:
             break
         await asyncio.sleep(0.02)
@@ -616,14 +617,15 @@ async def case_batches_with_a_list_per_key_still_load(open_system):
     import json
     import struct
 
-    from airi_memory.search.semantic import decode_batch
+    from airi_memory.search.vector_batches import decode_batch
 
     system = await open_system(**QUIET)
     await use_toy_embeddings(system)
     await session_with(system, ["purple elephant dancing", "blue whale"])
     await settled(system, indexed=2)
     for key, data in await system.storage.get_all("local:memory:vectors", raw=True):
-        keys, codes, scales, dims = decode_batch(bytes(data))
+        stored = decode_batch(bytes(data))
+        keys, codes, scales, dims = stored.keys, stored.codes, stored.scales, stored.dims
         (size,) = struct.unpack_from("<I", data)
         assert set(json.loads(bytes(data[4 : 4 + size]))) >= {"sessions", "records", "hashes"}
         header = json.dumps({"keys": keys, "dimensions": dims, "encoding": "int8"}).encode()
@@ -640,7 +642,7 @@ async def case_batches_with_a_list_per_key_still_load(open_system):
 
 async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):
     from airi_memory.diagnostics import fill_vectors, stored_vectors
-    from airi_memory.search.semantic import decode_batch
+    from airi_memory.search.vector_batches import decode_batch
 
     system = await open_system(**QUIET)
     calls = await use_toy_embeddings(system)
@@ -656,7 +658,8 @@ async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):
     # Read back for a peer to rank: each live message's text beside its stored codes.
     index = restarted.embeddings.vectors
     [(_, data)] = await restarted.storage.get_all("local:memory:vectors", raw=True)
-    keys, codes, _, dims = decode_batch(bytes(data))
+    stored = decode_batch(bytes(data))
+    keys, codes, dims = stored.keys, stored.codes, stored.dims
     rows = await restarted.query(
         "SELECT record, folded FROM chat_messages JOIN search_text USING (doc)"
     )
@@ -677,13 +680,14 @@ async def case_deleted_messages_take_their_stored_vectors_with_them(open_system)
     editing its text, removes the vector from storage too, not only from the index."""
     import asyncio
 
-    from airi_memory.search.semantic import TEXT_HASH, WITH_TEXT, decode_batch
+    from airi_memory.search.semantic import TEXT_HASH, WITH_TEXT
+    from airi_memory.search.vector_batches import decode_batch
 
     async def stored_texts(system):
         """The texts of the stored vectors: of messages as they are now, or gone."""
         found = set()
         for _, data in await system.storage.get_all("local:memory:vectors", raw=True):
-            found.update(decode_batch(bytes(data))[0])
+            found.update(decode_batch(bytes(data)).keys)
         rows = await system.query(
             f"SELECT session_id, record, {TEXT_HASH} AS text, folded FROM chat_messages m "
             + WITH_TEXT

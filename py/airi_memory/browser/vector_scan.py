@@ -5,7 +5,8 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from pyodide.ffi import to_js
+from js import Float32Array, Int8Array
+from pyodide.ffi import JsProxy, to_js
 
 from ..search.vector_scan import ScanFactory, VectorScan
 
@@ -14,12 +15,18 @@ class SimdVectorScan:
     def __init__(self, scan: Any) -> None:
         self.scan = scan
 
-    def add(self, docs: Sequence[int], codes: bytes, scales: bytes) -> None:
-        self.scan.add(
-            to_js(array("i", docs)),
-            to_js(memoryview(codes).cast("b")),
-            to_js(memoryview(scales).cast("f")),
-        )
+    def add(self, docs: Sequence[int], codes: Any, scales: Any) -> None:
+        """``codes`` and ``scales``: bytes, or views of a stored record still in JS (a
+        Uint8Array), which go to the scan without a copy into Python's heap."""
+        if isinstance(codes, JsProxy):
+            codes = Int8Array.new(codes.buffer, codes.byteOffset, codes.length)
+        else:
+            codes = to_js(memoryview(codes).cast("b"))
+        if isinstance(scales, JsProxy):  # copied: a record's scales need not be 4-aligned
+            scales = Float32Array.new(scales.slice().buffer)
+        else:
+            scales = to_js(memoryview(scales).cast("f"))
+        self.scan.add(to_js(array("i", docs)), codes, scales)
 
     def remove(self, docs: Sequence[int]) -> None:
         self.scan.remove(to_js(array("i", docs)))

@@ -5,7 +5,8 @@ stored batch: deletes and edits reach it through the mirror, and joins read it.
 
 Indexing never sits on the write path: a write only wakes the indexer, which embeds
 new user and assistant messages in batches, adds them to the scan, and stores each
-batch as one record under ``local:memory:vectors:<model key>:...``. At start the stored
+batch as one record under ``local:memory:vectors:<model key>:...`` (``vector_batches``).
+At start the stored
 batches of the configured model are loaded back; a different model has its own key, so
 two models' vectors never mix, and changing the model re-embeds in the background.
 A stored vector names its message and the text it was made from (a hash): after an edit
@@ -20,9 +21,7 @@ bookkeeping (``_stored``, ``_unverified``) and the indexing lock.
 import asyncio
 import bisect
 import contextlib
-import json
 import math
-import struct
 import time
 from array import array
 from collections.abc import Awaitable, Callable, Sequence
@@ -33,12 +32,19 @@ from ..models import message_text
 from ..sessions import SessionStore
 from ..sql import SqlEngine
 from ..storage import Storage
-from ..storage.driver import native_bytes
 from ..storage.values import loads
 from .embeddings import Embedder
 from .messages import hit, messages_of
 from .quantize import quantize
 from .tables import VECTORS_SCHEMA, VECTORS_TABLE
+from .vector_batches import (
+    Buffer,
+    StoredBatch,
+    VectorKey,
+    decode_batch,
+    encode_batch,
+    rows_of,
+)
 from .vector_scan import ScanFactory, VectorScan, python_vector_scan
 
 VECTORS = "local:memory:vectors"
@@ -48,7 +54,9 @@ MATCHED = "message_vectors_matched"
 EMBEDDED_ROLES = ("user", "assistant")
 SETTLE_S = 0.3  # after a write, wait this long for more before embedding (batches fill up)
 RETRY_S = 30.0  # after a provider failure
-LOAD_CHUNK = 32768  # stored vectors joined to their messages per statement at start
+# Stored vectors joined to their messages per statement at start: one join for 100,000
+# (each join reads every message), while the keys held in Python's heap stay bounded.
+LOAD_CHUNK = 131072
 WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
 # A search ranks again while the scan held docs DuckDB no longer does (each time with
 # those forgotten); bounded, in case a scan cannot forget.
@@ -58,56 +66,6 @@ MAX_RERANKS = 8
 # a message has now (an edit of nothing but case or accents keeps its vector).
 TEXT_HASH = "left(md5(t.folded), 16)"
 WITH_TEXT = "JOIN search_text t ON t.doc = m.doc"  # where TEXT_HASH reads its text
-Buffer = bytes | memoryview  # codes or scales, or a view of them in a stored batch
-# A vector's key: (session id, record, TEXT_HASH). Batches stored before the hash was kept
-# have (session id, record) only, and are taken as they are.
-VectorKey = tuple[str, ...]
-
-
-def encode_batch(keys: list[VectorKey], codes: bytes, scales: bytes, dimensions: int) -> bytes:
-    """One stored batch: a length-prefixed JSON header (keys, dimensions, encoding), then
-    the int8 codes, then the float32 scales. The keys go by column, each session id once:
-    a third of the bytes of a list per key, and parsed without the nesting check (a scan
-    of every bracket) that text with a list per key needs."""
-    sessions = sorted({key[0] for key in keys})
-    number = {session_id: n for n, session_id in enumerate(sessions)}
-    header = json.dumps(
-        {
-            "sessions": sessions,
-            "session": [number[key[0]] for key in keys],
-            "records": [key[1] for key in keys],
-            "hashes": [key[2] for key in keys],
-            "dimensions": dimensions,
-            "encoding": "int8",
-        }
-    ).encode()
-    return struct.pack("<I", len(header)) + header + codes + scales
-
-
-def decode_batch(data: bytes) -> tuple[list[VectorKey], Buffer, Buffer, int]:
-    """(keys, codes, scales, dimensions); codes and scales are views of ``data``, not
-    copies. Older versions stored a list per key, and before int8, float32s."""
-    (size,) = struct.unpack_from("<I", data)
-    header = loads(data[4 : 4 + size])
-    if "sessions" in header:
-        sessions = header["sessions"]
-        columns = zip(header["session"], header["records"], header["hashes"], strict=True)
-        keys: list[VectorKey] = [(sessions[n], record, text) for n, record, text in columns]
-    else:
-        keys = [tuple(key) for key in header["keys"]]
-    dims, payload = int(header["dimensions"]), memoryview(data)[4 + size :]
-    if header.get("encoding") != "int8":
-        return keys, *quantize(bytes(payload), dims), dims
-    return keys, payload[: len(keys) * dims], payload[len(keys) * dims :], dims
-
-
-def rows_of(codes: Buffer, scales: Buffer, rows: Sequence[int], dims: int) -> tuple[bytes, bytes]:
-    """The codes and scales of ``rows`` only, in that order."""
-    every_scale = memoryview(scales).cast("f")
-    return (
-        b"".join(codes[row * dims : (row + 1) * dims] for row in rows),
-        array("f", [every_scale[row] for row in rows]).tobytes(),
-    )
 
 
 class VectorIndex:
@@ -214,26 +172,22 @@ class VectorIndex:
         await self.sql.execute(VECTORS_SCHEMA)
         self.scan = await self.new_scan(dims)
         await self.sessions.flush()
-        keys: list[VectorKey] = []
-        batches: list[int] = []
-        parts: list[tuple[Buffer, Buffer]] = []
-        # A few stored batches at a time into Python, as they are (views, no copies): its
-        # heap never gives memory back.
+        chunk = _Chunk()
+        # Only the keys come into Python's heap (it never gives memory back); the codes
+        # stay views of the stored records, on their way to the scan.
         for key, data in await self.storage.get_all_raw_native(self.prefix):
-            batch_keys, batch_codes, batch_scales, stored_dims = decode_batch(native_bytes(data))
-            if stored_dims == dims:
+            stored = decode_batch(data)
+            if stored.dims == dims:
                 batch = self._number()
-                self._stored[batch] = (key, len(batch_keys))
-                if batch_keys and len(batch_keys[0]) < 3:
+                self._stored[batch] = (key, len(stored))
+                if stored.hashes is None:
                     self._unverified.add(batch)
-                keys += batch_keys
-                batches += [batch] * len(batch_keys)
-                parts.append((batch_codes, batch_scales))
-            if len(keys) >= LOAD_CHUNK:  # thousands of small batches, few big joins
-                await self._insert(keys, batches, parts)
-                keys, batches, parts = [], [], []
-        if keys:
-            await self._insert(keys, batches, parts)
+                chunk.add(batch, stored)
+            if len(chunk.records) >= LOAD_CHUNK:  # thousands of small batches, few joins
+                await self._insert(chunk)
+                chunk = _Chunk()
+        if chunk.records:
+            await self._insert(chunk)
         self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
         self.load_ms = round((time.perf_counter() - started) * 1000, 1)
 
@@ -242,20 +196,18 @@ class VectorIndex:
         self._batches += 1
         return self._batches
 
-    async def _insert(
-        self, keys: list[VectorKey], batches: list[int], parts: list[tuple[Buffer, Buffer]]
-    ) -> None:
+    async def _insert(self, chunk: "_Chunk") -> None:
         """Vectors by (session id, record, text) to their messages' docs, in the table and
         the scan: messages deleted meanwhile (or before a reload) find no row to join, and
         messages edited meanwhile no row with their text, so they stay pending and are
-        embedded again. Only the keys go to DuckDB; the codes (``parts``: codes and scales
-        of consecutive keys, one part per stored batch) go to the scan."""
+        embedded again. Only the keys go to DuckDB; the codes (``chunk.parts``: codes and
+        scales of consecutive keys, one part per stored batch) go to the scan."""
         columns = {
-            "session_id": [k[0] for k in keys],
-            "record": [k[1] for k in keys],
-            "text_hash": [k[2] if len(k) > 2 else "" for k in keys],
-            "batch": list(batches),
-            "row": list(range(len(keys))),
+            "session_id": chunk.session_ids,
+            "record": chunk.records,
+            "text_hash": chunk.hashes,
+            "batch": chunk.batches,
+            "row": list(range(len(chunk.records))),
         }
         # A new staging table each time, dropped after: an in-memory DuckDB table keeps the
         # memory of deleted rows.
@@ -295,7 +247,7 @@ class VectorIndex:
             self._scanned.setdefault(int(batch), array("i")).append(doc)
         assert self.scan is not None  # made by _load, before any insert
         first = taken = 0  # this part's first key, and its first row in ``rows``
-        for codes, scales in parts:
+        for codes, scales in chunk.parts:
             count = len(scales) // 4
             end = bisect.bisect_left(rows, first + count, taken)
             if end - taken == count:  # all of it: the part as it is
@@ -382,7 +334,9 @@ class VectorIndex:
         batch = self._number()
         key = f"{self.prefix}:{self.sessions.clock():013d}-{self.sessions.writer_id}-{batch:06d}"
         self._stored[batch] = (key, len(keys))
-        await self._insert(keys, [batch] * len(keys), [(codes, scales)])
+        chunk = _Chunk()
+        chunk.add(batch, _batch_of(keys, codes, scales, dims))
+        await self._insert(chunk)
         await self.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
         self.indexed += len(keys)
         self.pending = max(self.pending - len(keys), 0)
@@ -413,13 +367,15 @@ class VectorIndex:
         self._forget_in_scan(batch, {int(doc) for *_, doc in live.tuples()})
         self._unverified.discard(batch)
         data = await self.storage.get_item_raw(key)
-        keys, codes, scales, dims = decode_batch(bytes(data)) if data else ([], b"", b"", 0)
+        stored = decode_batch(data) if data else _batch_of([], b"", b"", 0)
+        keys = stored.keys
         kept = [row for row, k in enumerate(keys) if k[:2] in texts]
         if not kept:
             await self.storage.remove_item(key)
             del self._stored[batch]
             return
-        kept_codes, kept_scales = rows_of(codes, scales, kept, dims)
+        dims = stored.dims
+        kept_codes, kept_scales = rows_of(stored.codes, stored.scales, kept, dims)
         kept_keys = [(*keys[row][:2], texts[keys[row][:2]]) for row in kept]
         await self.storage.set_item_raw(key, encode_batch(kept_keys, kept_codes, kept_scales, dims))
         self._stored[batch] = (key, len(kept))
@@ -502,3 +458,29 @@ class VectorIndex:
 
 def _error_text(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"[:300]
+
+
+class _Chunk:
+    """Stored batches' keys by column, and their codes' views, to join in one go."""
+
+    def __init__(self) -> None:
+        self.session_ids: list[str] = []
+        self.records: list[str] = []
+        self.hashes: list[str] = []  # "" where a batch kept none
+        self.batches: list[int] = []
+        self.parts: list[tuple[Buffer, Buffer]] = []
+
+    def add(self, batch: int, stored: StoredBatch) -> None:
+        self.session_ids += stored.session_ids
+        self.records += stored.records
+        self.hashes += stored.hashes if stored.hashes is not None else [""] * len(stored)
+        self.batches += [batch] * len(stored)
+        self.parts.append((stored.codes, stored.scales))
+
+
+def _batch_of(keys: list[VectorKey], codes: bytes, scales: bytes, dims: int) -> StoredBatch:
+    """Keys with their codes, as a stored batch holds them."""
+    return StoredBatch(
+        [key[0] for key in keys], [key[1] for key in keys], [key[2] for key in keys],
+        codes, scales, dims,
+    )  # fmt: skip

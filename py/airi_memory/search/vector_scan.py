@@ -14,11 +14,14 @@ from array import array
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+from .vector_batches import Buffer
+
 
 class VectorScan(Protocol):
-    def add(self, docs: Sequence[int], codes: bytes, scales: bytes) -> None:
-        """Vectors of ``docs`` (int8 codes row after row, float32 scales); a doc held
-        already gets the new vector."""
+    def add(self, docs: Sequence[int], codes: Buffer, scales: Buffer) -> None:
+        """Vectors of ``docs`` (int8 codes row after row, float32 scales: bytes, or views
+        of a stored record as this place's storage read it); a doc held already gets the
+        new vector."""
 
     def remove(self, docs: Sequence[int]) -> None: ...
 
@@ -50,7 +53,7 @@ class PythonVectorScan:
         self.dims = dims
         self.vectors: dict[int, tuple[array, float]] = {}
 
-    def add(self, docs: Sequence[int], codes: bytes, scales: bytes) -> None:
+    def add(self, docs: Sequence[int], codes: Buffer, scales: Buffer) -> None:
         scale_values = memoryview(scales).cast("f")
         code_values = memoryview(codes).cast("b")
         for row, doc in enumerate(docs):

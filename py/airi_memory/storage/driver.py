@@ -205,8 +205,9 @@ class Driver(ABC):
 
     async def get_all_raw_native(self, prefix: str) -> list[tuple[str, Any]]:
         """``get_all(prefix, raw=True)`` with bytes in the host's own form (see
-        ``get_item_raw_native``): a caller converts one value at a time (``native_bytes``)
-        instead of holding every one in Python's heap at once."""
+        ``get_item_raw_native``): a caller converts one value at a time (``native_bytes``),
+        or only the parts it reads (``native_slice``), instead of holding every one in
+        Python's heap at once."""
         return await self.get_all(prefix, raw=True)
 
     def within(self) -> tuple["Driver", str] | None:
@@ -234,3 +235,11 @@ def merge_json_object(stored: Any, patch: str) -> str | None:
 def native_bytes(value: Any) -> bytes:
     """Bytes of a value from a ``*_native`` read: a host buffer (``to_bytes``) or bytes."""
     return value.to_bytes() if hasattr(value, "to_bytes") else bytes(value)
+
+
+def native_slice(value: Any, start: int, end: int) -> Any:
+    """Bytes ``start`` to ``end`` of a value from a ``*_native`` read, not copied: a host
+    buffer's ``subarray``, else a memoryview."""
+    if hasattr(value, "subarray"):
+        return value.subarray(start, end)
+    return memoryview(value)[start:end]
