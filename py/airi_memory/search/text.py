@@ -13,8 +13,7 @@ import re
 import unicodedata
 from collections import Counter
 from functools import lru_cache
-
-import snowballstemmer
+from typing import Any
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # Han (incl. extension A and compatibility), Hiragana, Katakana, Hangul syllables.
@@ -191,9 +190,18 @@ def fold(text: str) -> str:
     return unicodedata.normalize("NFC", stripped).casefold()  # Hangul syllables recomposed
 
 
+@lru_cache(maxsize=8)
+def _stemmer(language: str) -> Any:
+    """Imported at the first text analysed, not at start-up: ``snowballstemmer`` imports
+    every language's stemmer (20 ms), and a start from a snapshot analyses nothing."""
+    import snowballstemmer
+
+    return snowballstemmer.stemmer(language)
+
+
 @lru_cache(maxsize=200_000)
 def _stem(word: str, language: str) -> str:
-    return snowballstemmer.stemmer(language).stemWord(word)
+    return _stemmer(language).stemWord(word)
 
 
 def terms(text: str, language: str = "english") -> list[str]:
