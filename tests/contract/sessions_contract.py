@@ -515,15 +515,15 @@ async def case_snapshot_plus_journal_restores_everything(open_system):
 
 
 async def case_a_damaged_snapshot_falls_back_to_the_records(open_system):
+    from airi_memory.sessions.snapshots import snapshot_key
+
     system = await open_system(clock=Clock())
     sid = (await system.sessions.create_session())["sessionId"]
     for i in range(3):
         await system.sessions.add_message(sid, {"role": "user", "content": f"m{i}"})
     await system.sessions.snapshot()
     await system.sessions.add_message(sid, {"role": "user", "content": "after"})
-    await system.storage.set_item_raw(
-        "local:memory:snapshot:v5:chat_messages", b"not a snapshot at all"
-    )
+    await system.storage.set_item_raw(snapshot_key("chat_messages"), b"not a snapshot at all")
     restarted = await open_system(clock=Clock())
     contents = [m["content"] for m in await restarted.sessions.load_session_messages(sid)]
     assert contents == ["m0", "m1", "m2", "after"]
