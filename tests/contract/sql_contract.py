@@ -44,6 +44,25 @@ async def case_columnar_insert_and_query(sql):
     assert total.rows() == [{"c": count, "notes": 334}]
 
 
+async def case_typed_array_columns_and_text_in_any_script(sql):
+    """Columns given as ``array`` go as they are; text round-trips whether it is all
+    ASCII (laid out in one go) or not, empty strings included."""
+    from array import array
+
+    await sql.execute("CREATE TABLE contract_typed (k INTEGER, ascii VARCHAR, other VARCHAR)")
+    ascii_text = ["", "plain", "0001-abc", "x" * 300]
+    any_text = ["café", "", "東京タワー", "🙂 ok"]
+    count = await sql.insert_columns(
+        "contract_typed",
+        {"k": array("i", [3, -1, 2**31 - 1, 0]), "ascii": ascii_text, "other": any_text},
+    )
+    assert count == 4
+    result = await sql.query("SELECT k, ascii, other FROM contract_typed ORDER BY k")
+    assert result.column("k") == [-1, 0, 3, 2**31 - 1]
+    assert result.column("ascii") == ["plain", "x" * 300, "", "0001-abc"]
+    assert result.column("other") == ["", "🙂 ok", "café", "東京タワー"]
+
+
 async def case_empty_results_and_inserts(sql):
     await sql.execute("CREATE TABLE contract_empty (id VARCHAR)")
     assert await sql.insert_columns("contract_empty", {"id": []}) == 0

@@ -49,7 +49,7 @@ async def run_sql_case(selenium, source: str, case_name: str) -> str:
     namespace: dict = {}
     exec(compile(source, "sql_contract.py", "exec"), namespace)
     engine = WasmDuckDb(airiHost.sql)
-    for table in ("contract_rows", "contract_empty", "contract_ro"):
+    for table in ("contract_rows", "contract_empty", "contract_ro", "contract_typed"):
         await engine.execute(f"DROP TABLE IF EXISTS {table}")
     await namespace[case_name](engine)
     return case_name

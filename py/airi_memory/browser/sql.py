@@ -19,7 +19,12 @@ _EXACT_DOUBLE = 2**53
 
 
 def _column_to_js(values: Sequence[Any]) -> Any:
-    """Numbers as one typed array; text as Arrow's own layout (UTF-8 bytes + offsets)."""
+    """Numbers as one typed array; text as Arrow's own layout (UTF-8 bytes + offsets).
+    An ``array`` goes as the typed array it is, unchecked: its type says what it holds."""
+    if isinstance(values, array):
+        return to_js(values)
+    if values and type(values[0]) is str and (ascii_text := _ascii_column(values)) is not None:
+        return ascii_text
     if values and all(type(v) is int for v in values):
         wide = any(abs(v) > _EXACT_DOUBLE for v in values)
         return to_js(array("q" if wide else "d", values))
@@ -28,6 +33,22 @@ def _column_to_js(values: Sequence[Any]) -> Any:
     if all(v is None or type(v) is str for v in values):
         return _utf8_column(values)
     return to_js(list(values))
+
+
+def _ascii_column(values: Sequence[Any]) -> Any:
+    """Text that is all strings and all ASCII (ids, record names, hashes), laid out in C
+    loops instead of a Python one per row (160 ms of 100,000 stored vectors' keys); None
+    for anything else."""
+    try:
+        joined = "".join(values)  # TypeError if any value is not a string
+    except TypeError:
+        return None
+    if not joined.isascii():
+        return None
+    offsets = array("i", [0])
+    offsets.extend(accumulate(map(len, values)))
+    column = {"utf8": to_js(joined.encode()), "offsets": to_js(offsets), "validity": None}
+    return to_javascript(column)
 
 
 def _utf8_column(values: Sequence[str | None]) -> Any:

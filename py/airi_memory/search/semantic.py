@@ -206,8 +206,8 @@ class VectorIndex:
             "session_id": chunk.session_ids,
             "record": chunk.records,
             "text_hash": chunk.hashes,
-            "batch": chunk.batches,
-            "row": list(range(len(chunk.records))),
+            "batch": array("i", chunk.batches),
+            "row": array("i", range(len(chunk.records))),
         }
         # A new staging table each time, dropped after: an in-memory DuckDB table keeps the
         # memory of deleted rows.
@@ -236,20 +236,20 @@ class VectorIndex:
         )
         # The rows that went in (each insert's batch numbers are its own), into the scan.
         inserted = await self.sql.query(
-            f"SELECT v.doc, v.row, v.batch FROM {MATCHED} v "
+            f"SELECT v.doc, v.row FROM {MATCHED} v "
             f"JOIN {TABLE} kept ON kept.doc = v.doc AND kept.batch = v.batch ORDER BY v.row"
         )
         await self.sql.execute(f"DROP TABLE {STAGING}")
         await self.sql.execute(f"DROP TABLE {MATCHED}")
-        docs = [int(doc) for doc in inserted.column("doc")]
-        rows = [int(row) for row in inserted.column("row")]
-        for doc, batch in zip(docs, inserted.column("batch"), strict=True):
-            self._scanned.setdefault(int(batch), array("i")).append(doc)
+        docs = array("i", inserted.column("doc"))
+        rows = array("i", inserted.column("row"))
         assert self.scan is not None  # made by _load, before any insert
         first = taken = 0  # this part's first key, and its first row in ``rows``
-        for codes, scales in chunk.parts:
+        for batch, codes, scales in chunk.parts:
             count = len(scales) // 4
             end = bisect.bisect_left(rows, first + count, taken)
+            if end > taken:
+                self._scanned.setdefault(batch, array("i")).extend(docs[taken:end])
             if end - taken == count:  # all of it: the part as it is
                 self.scan.add(docs[taken:end], codes, scales)
             elif end > taken:
@@ -468,14 +468,14 @@ class _Chunk:
         self.records: list[str] = []
         self.hashes: list[str] = []  # "" where a batch kept none
         self.batches: list[int] = []
-        self.parts: list[tuple[Buffer, Buffer]] = []
+        self.parts: list[tuple[int, Buffer, Buffer]] = []  # (batch, codes, scales)
 
     def add(self, batch: int, stored: StoredBatch) -> None:
         self.session_ids += stored.session_ids
         self.records += stored.records
         self.hashes += stored.hashes if stored.hashes is not None else [""] * len(stored)
         self.batches += [batch] * len(stored)
-        self.parts.append((stored.codes, stored.scales))
+        self.parts.append((batch, stored.codes, stored.scales))
 
 
 def _batch_of(keys: list[VectorKey], codes: bytes, scales: bytes, dims: int) -> StoredBatch:
