@@ -6,9 +6,9 @@ stored batch: deletes and edits reach it through the mirror, and joins read it.
 Indexing never sits on the write path: a write only wakes the indexer, which embeds
 new user and assistant messages in batches, adds them to the scan, and stores each
 batch as one record under ``local:memory:vectors:<model key>:...`` (``vector_batches``).
-At start the stored
-batches of the configured model are loaded back; a different model has its own key, so
-two models' vectors never mix, and changing the model re-embeds in the background.
+At start the stored batches of the configured model are loaded back; a different model
+has its own key, so two models' vectors never mix, and changing the model re-embeds in
+the background.
 A stored vector names its message and the text it was made from (a hash): after an edit
 the old text's vector never comes back to the message, which is embedded again instead.
 The top-k scan (``vector_scan``: SIMD in the browser) holds the only copy in memory;
