@@ -55,7 +55,9 @@ def test_a_crashed_duckdb_fails_calls_at_once_and_writes_still_land(web):
             await memory.sessions.addMessage(sessionId, { role: 'user', content: 'before the crash' });
             await memory.query('SELECT 1 AS n'); // mirror flushed: DuckDB's next call is the query below
             const query = settle(within(memory.query(sql), 30000));
-            // A snapshot holds the write queue while it waits on DuckDB.
+            // Once DuckDB's worker is busy with that query, a snapshot holds the write queue
+            // while it waits on DuckDB (asked at once, it could finish first: it is quick).
+            await new Promise((resolve) => setTimeout(resolve, 500));
             const snapshot = settle(within(memory.sessions.snapshot(), 30000));
             const crash = await memory._test.crash('duckdb');
             const crashedAt = performance.now();

@@ -67,15 +67,26 @@ export function mountSessionsPanel(memory) {
     document.dispatchEvent(new CustomEvent("airi:active-session"));
   }
 
+  // A session being created and selected: a message sent meanwhile waits for it and goes
+  // there (it went to the session active before, or to a session of its own if none was).
+  let opening = null;
   $("new-session-form").addEventListener("submit", guard(async () => {
     const title = $("new-session-title").value.trim() || "New Conversation";
-    const meta = await memory.sessions.createSession({ title, systemPrompt: "You are AIRI, a friendly companion." });
     $("new-session-title").value = "";
-    await select(meta.sessionId);
+    opening = (async () => {
+      const meta = await memory.sessions.createSession({ title, systemPrompt: "You are AIRI, a friendly companion." });
+      await select(meta.sessionId);
+    })();
+    try {
+      await opening;
+    } finally {
+      opening = null;
+    }
   }));
   $("message-form").addEventListener("submit", guard(async () => {
     const input = $("message-input");
     if (!input.value.trim()) return;
+    if (opening) await opening.catch(() => {}); // its own handler reports a failure
     if (!active) await select((await memory.sessions.createSession({ title: "New Conversation" })).sessionId);
     await memory.sessions.addMessage(active, { role: "user", content: input.value });
     input.value = "";
