@@ -1,7 +1,7 @@
 """The sessions contract on CPython (memory and fs drivers, duckdb), plus properties."""
 
 import asyncio
-import time
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -130,11 +130,14 @@ async def test_a_guarded_write_keeps_its_turn_however_often_it_collides(monkeypa
 
 
 async def test_a_guarded_write_colliding_past_its_patience_is_refused(monkeypatch):
-    monkeypatch.setattr(writer, "CONFLICT_PATIENCE_S", 0.05)
-    monkeypatch.setattr(writer, "CONFLICT_BACKOFF_CAP_MS", 5.0)
+    # A clock that moves 10 s at each reading: the start, then one reading per conflict.
+    readings = iter(range(0, 10**6, 10))
+    clock = SimpleNamespace(monotonic=lambda: float(next(readings)))
+    monkeypatch.setattr(writer, "time", clock)  # the writer's clock only, not asyncio's
+    monkeypatch.setattr(writer, "CONFLICT_BACKOFF_CAP_MS", 0.01)
     attempt, calls = _colliding(10**9)
-    started = time.monotonic()
+    store, counts = _Store(), {"conflicts": 0}
     with pytest.raises(WriteConflictError, match="memory:sessions:s1"):
-        await writer.retry_on_conflict(attempt, _Store(), {"conflicts": 0})
-    assert 0.05 <= time.monotonic() - started < 2.0
-    assert calls["n"] > 1
+        await writer.retry_on_conflict(attempt, store, counts)
+    # Patience 30 s from 0: conflicts read 10 and 20 (retried), then 30 (refused).
+    assert (calls["n"], counts["conflicts"], store.catch_ups) == (3, 3, 2)
