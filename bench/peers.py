@@ -6,10 +6,9 @@ brute-force cosine scan of those vectors in one flat Float32Array.
 The same vectors: the store's own int8 codes, read back batch by batch through
 ``diagnostics.storedVectors`` and normalised to float32, so Orama and the scan rank
 exactly what we rank.
-Queries alternate between the contenders, one query at a time, so a burst of machine
-noise falls on all of them alike. Orama runs with English stemming and stop words
-(@orama/stemmers, @orama/stopwords), its vector search with similarity -1 so that it
-ranks every vector, as we do.
+Each side runs its queries in a block of its own (see ``QUERIES``). Orama runs with
+English stemming and stop words (@orama/stemmers, @orama/stopwords), its vector search
+with similarity -1 so that it ranks every vector, as we do.
 """
 
 import subprocess

@@ -51,16 +51,17 @@ async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
     started = time.perf_counter()
     await index.sessions.flush()
     missing = await index.sql.query(
-        f"SELECT m.session_id, m.record, {TEXT_HASH} FROM chat_messages m {WITH_TEXT} "
+        f"SELECT m.doc, m.session_id, m.record, {TEXT_HASH} FROM chat_messages m {WITH_TEXT} "
         "WHERE NOT EXISTS "
         "(SELECT 1 FROM message_vectors v WHERE v.doc = m.doc)"
     )
-    keys = missing.tuples()
+    rows = missing.tuples()
     dims = index.config.dimensions
-    for first in range(0, len(keys), FILL_CHUNK):
-        chunk = keys[first : first + FILL_CHUNK]
+    for first in range(0, len(rows), FILL_CHUNK):
+        chunk = rows[first : first + FILL_CHUNK]
         scales = array("f", [1 / 127 / math.sqrt(dims)]) * len(chunk)
-        await index.store(chunk, random.randbytes(len(chunk) * dims), scales.tobytes())
+        docs, keys = [row[0] for row in chunk], [row[1:] for row in chunk]
+        await index.store(docs, keys, random.randbytes(len(chunk) * dims), scales.tobytes())
     count = (await index.sql.query("SELECT count(*) AS n FROM message_vectors")).scalar()
     return {"vectors": int(count), "fillMs": (time.perf_counter() - started) * 1000}
 

@@ -796,6 +796,41 @@ async def case_an_edited_message_never_gets_its_old_vector_back(open_system):
     assert await semantic_score(again, newer, edited) > 0.99
 
 
+async def case_a_message_changed_while_its_batch_is_embedded_gets_no_stale_vector(open_system):
+    """A message edited, and another deleted, while the model embeds their batch: the
+    deleted one gets no vector, the edited one none of its old text (it is embedded
+    again), and the scan holds only what DuckDB holds."""
+    system = await open_system(**QUIET)
+    sid, added = await session_with(system, ["purple elephant", "green frog", "blue whale"])
+    texts: list[list[str]] = []
+
+    async def call_app(name, payload):
+        texts.append(sorted(payload["texts"]))
+        if len(texts) == 1:  # while the first batch is with the model
+            await system.sessions.update_message(sid, added[0]["id"], {"content": "grey owl"})
+            await system.sessions.delete_message(sid, added[1]["id"])
+            await system.sessions.flush()  # DuckDB has the new text before the vectors come
+        return toy_vectors(payload["texts"])
+
+    system.ports.call_app = call_app
+    await system.embeddings.configure(
+        {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
+    )
+    status = await system.embeddings.index_now()
+    assert texts == [["blue whale", "green frog", "purple elephant"], ["grey owl"]]
+    assert status["pending"] == 0
+    rows = await system.query(
+        "SELECT t.folded FROM message_vectors v JOIN search_text t USING (doc) ORDER BY 1"
+    )
+    assert [row["folded"] for row in rows] == ["blue whale", "grey owl"]
+    assert len(system.embeddings.vectors.scan) == 2
+    found = await system.searcher.search({"query": "purple elephant", "strategy": "semantic"})
+    assert sorted(contents(found)) == ["blue whale", "grey owl"]
+    found = await system.searcher.search({"query": "grey owl", "strategy": "semantic"})
+    assert found["results"][0]["message"]["content"] == "grey owl"
+    assert found["results"][0]["scores"]["semantic"] > 0.99
+
+
 async def case_a_vector_two_tabs_both_stored_counts_once(open_system):
     """Two tabs may embed and store the same message: loaded together, it is indexed once,
     and the next prune stores its vector once."""

@@ -1,10 +1,18 @@
 """The search contract on CPython (memory and fs drivers, duckdb)."""
 
+import asyncio
+
 import pytest
 
 from airi_memory.errors import InvalidValueError
 from contract.common import QUIET
-from contract.search_contract import CASES, session_with, settled, use_toy_embeddings
+from contract.search_contract import (
+    CASES,
+    session_with,
+    settled,
+    toy_vectors,
+    use_toy_embeddings,
+)
 from native_systems import system_factory
 
 
@@ -60,3 +68,41 @@ async def test_semantic_search_says_when_its_vectors_could_not_load(tmp_path):
     assert "no scan for 48 dimensions" in status["lastError"]
     with pytest.raises(InvalidValueError, match=r"vectors did not load .*no scan for 48"):
         await system.searcher.search({"query": "frog", "strategy": "semantic"})
+
+
+async def test_the_model_always_has_the_next_batch_waiting(tmp_path):
+    """Two embedding calls in flight, never more: the model's worker does not idle while
+    an answer travels back to Python and the next request comes. A failed call stops
+    the run with the error in the status, and the next run embeds what is left once."""
+    system = await system_factory("memory", tmp_path)(**QUIET)
+    await session_with(system, [f"turn {n} about frogs" for n in range(10)])
+    calls: list[int] = []
+    in_flight, peak, fail_at = 0, 0, 3
+
+    async def call_app(name, payload):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            await asyncio.sleep(0.01)
+            calls.append(len(payload["texts"]))
+            if len(calls) == fail_at:
+                raise RuntimeError("the model's worker crashed")
+            return toy_vectors(payload["texts"], 48)
+        finally:
+            in_flight -= 1
+
+    system.ports.call_app = call_app
+    await system.embeddings.configure(
+        {"provider": "custom", "model": "toy", "dimensions": 48, "batchSize": 2,
+         "backgroundIndexing": False}
+    )  # fmt: skip
+    with pytest.raises(Exception, match="worker crashed"):
+        await system.embeddings.index_now()
+    # The third call failed with the fourth in flight; the fourth's answer, not wanted,
+    # was dropped, and the first two batches were stored.
+    assert peak == 2 and calls == [2, 2, 2, 2]
+    assert "worker crashed" in (await system.embeddings.status())["lastError"]
+    status = await system.embeddings.index_now()
+    assert status["indexed"] == 10 and status["pending"] == 0
+    assert calls[4:] == [2, 2, 2] and peak == 2  # the six texts left, once each

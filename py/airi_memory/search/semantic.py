@@ -24,7 +24,9 @@ import contextlib
 import math
 import time
 from array import array
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
+from itertools import islice
 from typing import Any
 
 from ..errors import InvalidValueError
@@ -36,7 +38,7 @@ from ..storage.values import loads
 from .embeddings import Embedder
 from .messages import hit, messages_of
 from .quantize import quantize
-from .tables import VECTORS_SCHEMA, VECTORS_TABLE
+from .tables import TEXT_TABLE, VECTORS_SCHEMA, VECTORS_TABLE
 from .vector_batches import (
     Buffer,
     StoredBatch,
@@ -58,6 +60,9 @@ RETRY_S = 30.0  # after a provider failure
 # (each join reads every message), while the keys held in Python's heap stay bounded.
 LOAD_CHUNK = 131072
 WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
+# Embedding calls in flight: with one, the model's worker idled while each answer
+# travelled back to Python and the next request came.
+EMBED_AHEAD = 2
 # A search ranks again while the scan held docs DuckDB no longer does (each time with
 # those forgotten); bounded, in case a scan cannot forget.
 MAX_RERANKS = 8
@@ -65,7 +70,7 @@ MAX_RERANKS = 8
 # md5 of the folded text, the same in every version): a vector counts only for the text
 # a message has now (an edit of nothing but case or accents keeps its vector).
 TEXT_HASH = "left(md5(t.folded), 16)"
-WITH_TEXT = "JOIN search_text t ON t.doc = m.doc"  # where TEXT_HASH reads its text
+WITH_TEXT = f"JOIN {TEXT_TABLE} t ON t.doc = m.doc"  # where TEXT_HASH reads its text
 
 
 class VectorIndex:
@@ -197,11 +202,11 @@ class VectorIndex:
         return self._batches
 
     async def _insert(self, chunk: "_Chunk") -> None:
-        """Vectors by (session id, record, text) to their messages' docs, in the table and
-        the scan: messages deleted meanwhile (or before a reload) find no row to join, and
-        messages edited meanwhile no row with their text, so they stay pending and are
-        embedded again. Only the keys go to DuckDB; the codes (``chunk.parts``: codes and
-        scales of consecutive keys, one part per stored batch) go to the scan."""
+        """Stored vectors by (session id, record, text) to their messages' docs, in the
+        table and the scan: messages deleted before a reload find no row to join, and
+        messages edited no row with their text, so they are embedded again. Only the keys
+        go to DuckDB; the codes (``chunk.parts``: codes and scales of consecutive keys,
+        one part per stored batch) go to the scan."""
         columns = {
             "session_id": chunk.session_ids,
             "record": chunk.records,
@@ -241,8 +246,11 @@ class VectorIndex:
         )
         await self.sql.execute(f"DROP TABLE {STAGING}")
         await self.sql.execute(f"DROP TABLE {MATCHED}")
-        docs = array("i", inserted.column("doc"))
-        rows = array("i", inserted.column("row"))
+        docs, rows = inserted.column("doc"), inserted.column("row")
+        self._scan_add(chunk, array("i", docs), array("i", rows))
+
+    def _scan_add(self, chunk: "_Chunk", docs: array, rows: array) -> None:
+        """The codes of ``chunk``'s ``rows`` (ascending) into the scan, as ``docs``."""
         assert self.scan is not None  # made by _load, before any insert
         first = taken = 0  # this part's first key, and its first row in ``rows``
         for batch, codes, scales in chunk.parts:
@@ -292,7 +300,8 @@ class VectorIndex:
         while True:
             await self.sessions.flush()
             window = await self.sql.query(
-                f"SELECT m.session_id, m.record, {TEXT_HASH} AS text_hash, m.body {self._PENDING} "
+                f"SELECT m.doc, m.session_id, m.record, {TEXT_HASH} AS text_hash, m.body "
+                f"{self._PENDING} "
                 "ORDER BY m.created_at DESC LIMIT ?",
                 [self.config.batch_size * WINDOW_BATCHES],
             )
@@ -301,34 +310,48 @@ class VectorIndex:
             # The words as written (the folded column drops accents some languages need).
             # Batches of similar lengths: a batch is padded to its longest text.
             rows = [
-                (sid, record, text_hash, message_text(loads(body)))
-                for sid, record, text_hash, body in window.tuples()
+                (doc, (sid, record, text_hash), message_text(loads(body)))
+                for doc, sid, record, text_hash, body in window.tuples()
             ]
-            rows.sort(key=lambda row: len(row[3]))
+            rows.sort(key=lambda row: len(row[2]))
             size = self.config.batch_size
             batches = [rows[first : first + size] for first in range(0, len(rows), size)]
-            # Storing one batch overlaps embedding the next (the model has its own worker).
+            # The model (in a worker of its own, or a provider) always has the next batch
+            # waiting: EMBED_AHEAD calls in flight, and storing one batch overlaps
+            # embedding the next ones.
+            calls = (self.embedder.embed([text for *_, text in batch]) for batch in batches)
+            ahead = deque(asyncio.ensure_future(call) for call in islice(calls, EMBED_AHEAD))
             storing: asyncio.Task[None] | None = None
             try:
                 for batch in batches:
-                    vectors = await self.embedder.embed([text for *_, text in batch])
+                    vectors = await ahead.popleft()
+                    ahead.extend(asyncio.ensure_future(call) for call in islice(calls, 1))
                     if storing is not None:
                         await storing
-                    keys = [key for *key, _ in batch]
-                    storing = asyncio.ensure_future(self._store_batch(keys, vectors))
+                    docs, keys, _ = zip(*batch, strict=True)
+                    storing = asyncio.ensure_future(self._store_batch(docs, keys, vectors))
             finally:
+                for call in ahead:  # after a failure: not wanted, and not left unread
+                    call.cancel()
+                await asyncio.gather(*ahead, return_exceptions=True)
+                calls.close()
                 if storing is not None:
                     await storing
 
-    async def _store_batch(self, keys: list[VectorKey], vectors: bytes) -> None:
-        await self.store(keys, *quantize(vectors, self.config.dimensions))
+    async def _store_batch(
+        self, docs: Sequence[int], keys: Sequence[VectorKey], vectors: bytes
+    ) -> None:
+        await self.store(docs, keys, *quantize(vectors, self.config.dimensions))
         began, indexed_before = self._run_began
         self.rate = round((self.indexed - indexed_before) / (time.perf_counter() - began), 1)
         self._progress()
 
-    async def store(self, keys: list[VectorKey], codes: bytes, scales: bytes) -> None:
-        """Quantized vectors of messages by (session id, record, TEXT_HASH): into DuckDB,
-        and kept."""
+    async def store(
+        self, docs: Sequence[int], keys: Sequence[VectorKey], codes: bytes, scales: bytes
+    ) -> None:
+        """Quantized vectors of the messages ``docs`` (whose keys are (session id, record,
+        TEXT_HASH)): into DuckDB and the scan, and kept. A message deleted or edited since
+        its text was read is left out, and an edited one stays pending."""
         await self._loaded.wait()  # the tables exist, and stored vectors are back
         dims = self.config.dimensions
         batch = self._number()
@@ -336,7 +359,23 @@ class VectorIndex:
         self._stored[batch] = (key, len(keys))
         chunk = _Chunk()
         chunk.add(batch, _batch_of(keys, codes, scales, dims))
-        await self._insert(chunk)
+        # One statement, by doc (search_text's index): joining the keys to every message,
+        # as a load does, took most of a batch's time in a large store. The mirror deletes
+        # a message's search_text row before its vector's row, so whenever this runs, no
+        # vector's row outlives its message.
+        listed = ", ".join("(?, ?)" for _ in docs)
+        params = [value for doc, key in zip(docs, keys, strict=True) for value in (doc, key[2])]
+        inserted = await self.sql.query(
+            f"INSERT INTO {TABLE} SELECT v.doc, {batch} FROM (VALUES {listed}) v(doc, hash) "
+            f"JOIN {TEXT_TABLE} t ON t.doc = v.doc WHERE {TEXT_HASH} = v.hash "
+            f"AND NOT EXISTS (SELECT 1 FROM {TABLE} x WHERE x.doc = v.doc) RETURNING doc",
+            params,
+        )
+        row_of = {doc: row for row, doc in enumerate(docs)}
+        picked = sorted((row_of[doc], doc) for doc in inserted.column("doc"))
+        self._scan_add(
+            chunk, array("i", [doc for _, doc in picked]), array("i", [row for row, _ in picked])
+        )
         await self.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
         self.indexed += len(keys)
         self.pending = max(self.pending - len(keys), 0)
