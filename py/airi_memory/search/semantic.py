@@ -359,8 +359,9 @@ class VectorIndex:
         self._stored[batch] = (key, len(keys))
         chunk = _Chunk()
         chunk.add(batch, _batch_of(keys, codes, scales, dims))
-        # One statement, by doc (search_text's index): joining the keys to every message,
-        # as a load does, took most of a batch's time in a large store. The mirror deletes
+        # One statement, by doc (search_text's index). The seven of a load's join (a staging
+        # table joined to every message) took 30-140 ms a batch in the browser, on the CPU
+        # the model's worker needs, and delayed the last batch's end. The mirror deletes
         # a message's search_text row before its vector's row, so whenever this runs, no
         # vector's row outlives its message.
         listed = ", ".join("(?, ?)" for _ in docs)
