@@ -251,4 +251,18 @@ async def case_a_patch_merges_into_what_the_batch_wrote_before_it(storage):
     assert await storage.get_item("local:d") == {"v": 1, "old": True, "w": 4}
 
 
+
+async def case_a_record_patched_twice_in_one_batch_keeps_both_patches(storage):
+    """Patches apply in order, each onto what the one before it left (the browser's
+    store read a record once per patch, before either was written, and kept only the
+    last); a patch of a missing record writes nothing."""
+    await storage.set_item("local:p", {"v": 1})
+    await storage.write_batch(
+        patches=[("local:p", {"a": 1}), ("local:p", {"b": 2})], guards=[Guard("local:p", "v", 1)]
+    )
+    assert await storage.get_item("local:p") == {"v": 1, "a": 1, "b": 2}
+    await storage.write_batch(patches=[("local:p", {"a": 3}), ("local:q", {"x": 1})])
+    assert await storage.get_item("local:p") == {"v": 1, "a": 3, "b": 2}
+    assert not await storage.has_item("local:q")
+
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

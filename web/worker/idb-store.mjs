@@ -51,7 +51,18 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
           let conflict = null;
           let injected = null;
           let number = null;
-          const checks = guards.map(([key, field, equals]) => [key, field, equals, s.get(key)]);
+          // Every read comes first, in one wave: guards, and the records patched that
+          // nothing else here writes (a second wave of reads, after the writes, cost each
+          // addMessage another round of requests). A key is read once.
+          const reads = new Map();
+          const read = (key) => {
+            if (!reads.has(key)) reads.set(key, s.get(key));
+            return reads.get(key);
+          };
+          const checks = guards.map(([key, field, equals]) => [key, field, equals, read(key)]);
+          const written = new Set([...keys, ...entries.map(([key]) => key)]);
+          const early = prefixes.length || patches.length >= MANY_PATCHES ? [] : patches;
+          for (const [key] of early) if (!written.has(key)) read(key);
           const head = log ? s.get(log.head) : null;
           // The newest entry there: a damaged or missing head must not number from 1 again.
           const newest = log ? s.openKeyCursor(logRange(log.prefix), "prev") : null;
@@ -67,12 +78,20 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
             for (const [key, value] of entries) s.put(value, key);
             if (patches.length >= MANY_PATCHES) mergeFromRange(s, patches);
             else {
+              const merge = (key, stored, patch) => {
+                const merged = mergeJsonObject(stored, patch);
+                if (merged !== undefined) s.put(merged, key);
+                return merged ?? stored;
+              };
+              const current = new Map(); // a key patched twice: the second merges the first
               for (const [key, patch] of patches) {
-                const read = s.get(key);
-                read.onsuccess = () => {
-                  const merged = mergeJsonObject(read.result, patch);
-                  if (merged !== undefined) s.put(merged, key);
-                };
+                if (reads.has(key) && !written.has(key) && !prefixes.length) {
+                  const stored = current.has(key) ? current.get(key) : reads.get(key).result;
+                  current.set(key, merge(key, stored, patch));
+                } else {
+                  const later = s.get(key); // after the writes above, so it sees them
+                  later.onsuccess = () => merge(key, later.result, patch);
+                }
               }
             }
             if (log) number = appendToLog(s, log, parseHead(head.result), newest.result?.key);
@@ -86,7 +105,7 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
             }
           };
           // Requests of one transaction complete in the order they were made.
-          const last = newest ?? checks.at(-1)?.[3];
+          const last = newest ?? [...reads.values()].at(-1);
           if (last) last.onsuccess = write;
           else write();
           s.transaction.oncomplete = () => resolve(number ?? undefined);
