@@ -251,7 +251,6 @@ async def case_a_patch_merges_into_what_the_batch_wrote_before_it(storage):
     assert await storage.get_item("local:d") == {"v": 1, "old": True, "w": 4}
 
 
-
 async def case_a_record_patched_twice_in_one_batch_keeps_both_patches(storage):
     """Patches apply in order, each onto what the one before it left (the browser's
     store read a record once per patch, before either was written, and kept only the
@@ -264,5 +263,6 @@ async def case_a_record_patched_twice_in_one_batch_keeps_both_patches(storage):
     await storage.write_batch(patches=[("local:p", {"a": 3}), ("local:q", {"x": 1})])
     assert await storage.get_item("local:p") == {"v": 1, "a": 3, "b": 2}
     assert not await storage.has_item("local:q")
+
 
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]
