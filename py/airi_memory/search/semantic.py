@@ -518,7 +518,7 @@ class _Chunk:
         self.parts.append((batch, stored.codes, stored.scales))
 
 
-def _batch_of(keys: list[VectorKey], codes: bytes, scales: bytes, dims: int) -> StoredBatch:
+def _batch_of(keys: Sequence[VectorKey], codes: bytes, scales: bytes, dims: int) -> StoredBatch:
     """Keys with their codes, as a stored batch holds them."""
     return StoredBatch(
         [key[0] for key in keys], [key[1] for key in keys], [key[2] for key in keys],
