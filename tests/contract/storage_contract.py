@@ -263,6 +263,20 @@ async def case_a_record_patched_twice_in_one_batch_keeps_both_patches(storage):
     await storage.write_batch(patches=[("local:p", {"a": 3}), ("local:q", {"x": 1})])
     assert await storage.get_item("local:p") == {"v": 1, "a": 3, "b": 2}
     assert not await storage.has_item("local:q")
+    # Set earlier in the same batch, then patched twice.
+    await storage.write_batch(
+        sets=[("local:s", {"v": 1})], patches=[("local:s", {"a": 1}), ("local:s", {"b": 2})]
+    )
+    assert await storage.get_item("local:s") == {"v": 1, "a": 1, "b": 2}
+    # Many patches at once (read as one key range in the browser), one key twice.
+    many = [(f"local:m:{n:03d}", {"n": n}) for n in range(80)]
+    for key, value in many:
+        await storage.set_item(key, value)
+    await storage.write_batch(
+        patches=[(key, {"p": 1}) for key, _ in many] + [("local:m:007", {"q": 2})]
+    )
+    assert await storage.get_item("local:m:007") == {"n": 7, "p": 1, "q": 2}
+    assert await storage.get_item("local:m:079") == {"n": 79, "p": 1}
 
 
 CASES = [value for name, value in sorted(globals().items()) if name.startswith("case_")]

@@ -78,19 +78,12 @@ export function openStore(dbName, storeName, { durability = "strict" } = {}) {
             for (const [key, value] of entries) s.put(value, key);
             if (patches.length >= MANY_PATCHES) mergeFromRange(s, patches);
             else {
-              const merge = (key, stored, patch) => {
-                const merged = mergeJsonObject(stored, patch);
-                if (merged !== undefined) s.put(merged, key);
-                return merged ?? stored;
-              };
-              const current = new Map(); // a key patched twice: the second merges the first
-              for (const [key, patch] of patches) {
+              for (const [key, keyPatches] of patchesByKey(patches)) {
                 if (reads.has(key) && !written.has(key) && !prefixes.length) {
-                  const stored = current.has(key) ? current.get(key) : reads.get(key).result;
-                  current.set(key, merge(key, stored, patch));
+                  mergeInto(s, key, reads.get(key).result, keyPatches);
                 } else {
                   const later = s.get(key); // after the writes above, so it sees them
-                  later.onsuccess = () => merge(key, later.result, patch);
+                  later.onsuccess = () => mergeInto(s, key, later.result, keyPatches);
                 }
               }
             }
@@ -210,11 +203,23 @@ function mergeFromRange(s, patches) {
   const storedValues = s.getAll(range);
   storedValues.onsuccess = () => {
     const stored = new Map(storedKeys.result.map((key, i) => [key, storedValues.result[i]]));
-    for (const [key, patch] of patches) {
-      const merged = mergeJsonObject(stored.get(key), patch);
-      if (merged !== undefined) s.put(merged, key);
-    }
+    for (const [key, keyPatches] of patchesByKey(patches)) mergeInto(s, key, stored.get(key), keyPatches);
   };
+}
+
+/** Patches grouped by key, each key's in the order given. */
+function patchesByKey(patches) {
+  const grouped = new Map();
+  for (const [key, patch] of patches) grouped.set(key, [...(grouped.get(key) ?? []), patch]);
+  return grouped;
+}
+
+/** A record's patches applied in order, each onto what the one before left, and the
+ *  result written once; a missing or non-object record is left alone. */
+function mergeInto(s, key, stored, keyPatches) {
+  let merged = stored;
+  for (const patch of keyPatches) merged = mergeJsonObject(merged, patch) ?? merged;
+  if (merged !== stored) s.put(merged, key);
 }
 
 function mergeJsonObject(stored, patch) {
