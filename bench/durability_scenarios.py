@@ -118,7 +118,7 @@ def run(browser, base_url: str, calls: int) -> list[dict]:
     """``calls`` timed turns per durability and session size, and floor puts per durability."""
     pages = {durability: blank_page(browser.new_context(), base_url) for durability in DURABILITIES}
     peers.bundle()
-    floor_page = peers.peer_page(browser.new_context(), base_url)
+    floor_page = blank_page(browser.new_context(), base_url)
     sessions = {}
     for durability, page in pages.items():
         page.evaluate(BOOT, _options(durability))

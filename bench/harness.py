@@ -1,14 +1,16 @@
 """What every benchmark shares: the served dist, a blank page of its origin, booting the
 memory system, and medians with p95 (a 2-core machine is noisy)."""
 
+import contextlib
 import importlib.util
 import statistics
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from browser_flags import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402, F401 (re-exported)
+from browser_flags import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402 (also re-exported)
 
 _spec = importlib.util.spec_from_file_location("airi_serve", ROOT / "build" / "serve.py")
 serve = importlib.util.module_from_spec(_spec)
@@ -52,18 +54,58 @@ def ratio(name: str, numerator: dict, denominator: dict) -> dict:
     }
 
 
+# The bench's own files, served beside dist/ (which stays as built): a blank page of the
+# dist's origin, and the peers' bundle (bench/peers.py builds it). Served, not routed:
+# Playwright's routing turns the browser's HTTP cache off, and a warm reload then
+# fetched everything again, as no returning user's browser does.
+BLANK_PAGE = b"<!doctype html><title>bench</title>"
+PEERS_BUNDLE = ROOT / "build" / "out" / "bench-peers.mjs"
+
+
+class BenchHandler(serve.StaticHandler):
+    def do_GET(self) -> None:
+        path = self.path.split("?")[0]
+        if path == "/__bench__.html":
+            body, kind = BLANK_PAGE, "text/html"
+        elif path == "/__bench__/peers.mjs":
+            body, kind = PEERS_BUNDLE.read_bytes(), "text/javascript"
+        else:
+            return super().do_GET()
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        return None
+
+
+def serve_bench() -> str:
+    """dist/ and the bench's files on 127.0.0.1, until the process ends; the base URL."""
+    server = serve.start_in_thread(ROOT / "dist", handler=BenchHandler)
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
 def blank_page(context, base_url: str):
-    """An empty page of the dist's origin (served by Playwright, dist/ stays as built)."""
+    """An empty page of the dist's origin."""
     page = context.new_page()
     page.set_default_timeout(120_000)
-    page.route(
-        "**/__bench__.html",
-        lambda route: route.fulfill(
-            content_type="text/html", body="<!doctype html><title>bench</title>"
-        ),
-    )
     page.goto(f"{base_url}/__bench__.html")
     return page
+
+
+@contextlib.contextmanager
+def fresh_profile(playwright):
+    """A browser with a new profile on disk, as a first visit finds it, that keeps what it
+    caches as a returning user's does (an incognito-like context keeps no large file: the
+    wasm was fetched and compiled again at every reload)."""
+    with tempfile.TemporaryDirectory() as folder:
+        context = playwright.chromium.launch_persistent_context(
+            folder, executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS
+        )
+        try:
+            yield context
+        finally:
+            context.close()
 
 
 MAKE_EXPORT = """

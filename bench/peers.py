@@ -13,11 +13,11 @@ with similarity -1 so that it ranks every vector, as we do.
 
 import subprocess
 
-from harness import ROOT, blank_page, summarise
+from harness import PEERS_BUNDLE, ROOT, blank_page, summarise
 from search_scenarios import BOOT, FILL, corpus, renderer_memory_mb, vocabulary
 
 ENTRY = ROOT / "bench" / "peers" / "entry.mjs"
-BUNDLE = ROOT / "build" / "out" / "bench-peers.mjs"
+BUNDLE = PEERS_BUNDLE  # served by the bench server (harness.BenchHandler)
 DIMS = 384
 
 # Every stored message's text and vector, in doc order, as Orama's documents and as one
@@ -125,19 +125,10 @@ def bundle() -> None:
     )  # fmt: skip
 
 
-def peer_page(context, base_url: str):
-    page = blank_page(context, base_url)
-    page.route(
-        "**/__bench__/peers.mjs",
-        lambda route: route.fulfill(path=str(BUNDLE), content_type="text/javascript"),
-    )
-    return page
-
-
 def run(browser, base_url: str, calls: int = 50) -> list[dict]:
     bundle()
     context = browser.new_context()
-    page = peer_page(context, base_url)
+    page = blank_page(context, base_url)
     page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}})
     filled = page.evaluate(FILL, {"sessions": corpus(500, 200), "scoped": 0})
     assert filled["vectors"] == 100_000, filled

@@ -7,7 +7,6 @@ Run with `make bench`. Nothing here asserts a speed: tests check behaviour, this
 
 import argparse
 import json
-import tempfile
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
@@ -24,8 +23,9 @@ from harness import (
     MAKE_EXPORT,
     ROOT,
     blank_page,
+    fresh_profile,
     print_table,
-    serve,
+    serve_bench,
     summarise,
 )
 
@@ -45,30 +45,32 @@ BARE_PYODIDE = """async () => {
 }"""
 
 
-def bench_cold_and_warm(browser, base_url: str, runs: int) -> list[dict]:
-    """Cold starts (fresh profile) and warm reloads, with and without the experimental
-    startupSnapshot option, each run beside a bare Pyodide start in a fresh profile of
-    its own."""
-    bare, starts = [], {}
+def bench_cold_and_warm(playwright, base_url: str, runs: int) -> list[dict]:
+    """Cold starts and warm reloads, with and without the experimental startupSnapshot
+    option, each run beside bare Pyodide's: each in a browser with a new profile on disk
+    (empty HTTP and code caches), reloaded in that browser as a returning user's is."""
+    starts: dict[str, list[float]] = {}
     for _ in range(runs):
-        context = browser.new_context()
-        bare.append(blank_page(context, base_url).evaluate(BARE_PYODIDE))
-        context.close()
-        for label, options in (("", None), (", startupSnapshot", {"startupSnapshot": True})):
-            context = browser.new_context()  # fresh profile: empty HTTP and code caches
+        with fresh_profile(playwright) as context:
             page = blank_page(context, base_url)
-            result = page.evaluate(BOOT, options)
-            starts.setdefault(f"cold start to ready{label}", []).append(result["ready"])
-            for name, value in result["phases"].items():
-                starts.setdefault(f"  cold{label}: {name} done at", []).append(value)
-            page.evaluate("() => memory.close()")
-            page.reload()
-            starts.setdefault(f"warm reload to ready{label}", []).append(
-                page.evaluate(BOOT, options)["ready"]
+            starts.setdefault("bare Pyodide: loadPyodide() in a worker, fresh profile", []).append(
+                page.evaluate(BARE_PYODIDE)
             )
-            context.close()
-    rows = [summarise("bare Pyodide: loadPyodide() in a worker, fresh profile", bare)]
-    return rows + [summarise(name, values) for name, values in starts.items()]
+            page.reload()
+            starts.setdefault("  bare Pyodide, warm reload", []).append(page.evaluate(BARE_PYODIDE))
+        for label, options in (("", None), (", startupSnapshot", {"startupSnapshot": True})):
+            with fresh_profile(playwright) as context:
+                page = blank_page(context, base_url)
+                result = page.evaluate(BOOT, options)
+                starts.setdefault(f"cold start to ready{label}", []).append(result["ready"])
+                for name, value in result["phases"].items():
+                    starts.setdefault(f"  cold{label}: {name} done at", []).append(value)
+                page.evaluate("() => memory.close()")
+                page.reload()
+                starts.setdefault(f"warm reload to ready{label}", []).append(
+                    page.evaluate(BOOT, options)["ready"]
+                )
+    return [summarise(name, values) for name, values in starts.items()]
 
 
 ROUND_TRIPS = """async (n) => {
@@ -270,13 +272,12 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "latest.json")
     args = parser.parse_args()
-    server = serve.start_in_thread(ROOT / "dist")
-    base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    base_url = serve_bench()
     rows: list[dict] = []
-    with sync_playwright() as playwright, tempfile.TemporaryDirectory():
+    with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         if args.only in (None, "foundation"):
-            rows += bench_cold_and_warm(browser, base_url, args.starts)
+            rows += bench_cold_and_warm(playwright, base_url, args.starts)
             rows += bench_round_trips(browser, base_url, args.calls)
             rows += bench_bulk_insert(browser, base_url, args.bulk_runs, args.bulk_rows)
         if args.only in (None, "sessions"):
@@ -296,7 +297,6 @@ def main() -> None:
         if args.only == "embedding":  # also part of "search"
             rows += search_scenarios.run_embedding(browser, base_url)
         browser.close()
-    server.shutdown()
     print_table(rows)
     compared = targets.compare(rows)
     targets.print_targets(compared)

@@ -92,10 +92,12 @@ def start_sync_server(port: int, database: str) -> subprocess.Popen[bytes] | Non
     return process
 
 
-def start_in_thread(directory: Path, port: int = 0) -> http.server.ThreadingHTTPServer:
+def start_in_thread(
+    directory: Path, port: int = 0, handler: type[StaticHandler] = StaticHandler
+) -> http.server.ThreadingHTTPServer:
     """Serve ``directory`` on 127.0.0.1 (port 0: any free one) until ``shutdown()``."""
-    handler = functools.partial(StaticHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    serving = functools.partial(handler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), serving)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import dataset
 import long_dataset
 
-from harness import CHROMIUM, CHROMIUM_FLAGS, ROOT, blank_page, serve
+from harness import CHROMIUM, CHROMIUM_FLAGS, ROOT, blank_page, serve_bench
 
 SETS = {"standard": dataset.build, "long": long_dataset.build}
 KS = (1, 5, 10, 25, 50)
@@ -139,8 +139,7 @@ def main() -> None:
         "--sets", default="standard,long", help="comma-separated: " + ",".join(SETS)
     )
     chosen = parser.parse_args().sets.split(",")
-    server = serve.start_in_thread(ROOT / "dist")
-    base = f"http://127.0.0.1:{server.server_address[1]}"
+    base = serve_bench()
     results = {}
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
@@ -148,7 +147,6 @@ def main() -> None:
             results[name] = evaluate(browser, base, name)
             show(name, results[name])
         browser.close()
-    server.shutdown()
     out = ROOT / "bench" / "results" / "eval.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
