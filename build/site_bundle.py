@@ -2,9 +2,10 @@
 site-packages while Pyodide boots (``fsInit`` in web/worker/site-packages.mjs).
 
 Pyodide's own loader installs a wheel only once Python runs, unpacking it in Python
-(zipfile, after importing tarfile and importlib.metadata for it): in Chromium that was
-most of the 0.7 s a start with our packages took over a bare Pyodide start. Here the
-browser fetches and gunzips the files beside Pyodide's boot, and JavaScript writes them.
+(zipfile, after importing tarfile and importlib.metadata for it), then loads
+pydantic-core's wasm: in Chromium, Pyodide with our packages was ready 0.48 s after a bare
+Pyodide, and with this bundle 0.02 s. Here the browser fetches and gunzips the files
+beside Pyodide's boot, and JavaScript writes them.
 
 Layout, gzipped: a little-endian u32 with the index's length, the index (JSON: a list of
 ``[path in site-packages, byte length]``), then every file's bytes in index order. The

@@ -1,5 +1,5 @@
 // The worker that hosts Pyodide, so the page never freezes. It boots Python with our
-// wheel, creates the browser host (IndexedDB + DuckDB-WASM) in parallel, then forwards
+// packages, creates the browser host (IndexedDB + DuckDB-WASM) in parallel, then forwards
 // each facade call to the Python core and posts back plain JS values.
 import { createBrowserHost, setOnline } from "./host.mjs";
 import { readSitePackages, writeSitePackages } from "./site-packages.mjs";
