@@ -71,11 +71,7 @@ class BenchHandler(serve.StaticHandler):
             body, kind = PEERS_BUNDLE.read_bytes(), "text/javascript"
         else:
             return super().do_GET()
-        self.send_response(200)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.send_body(body, kind)
         return None
 
 

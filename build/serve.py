@@ -50,6 +50,14 @@ class StaticHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         """Quiet: the tests record requests in the browser instead."""
 
+    def send_body(self, body: bytes, content_type: str) -> None:
+        """A 200 answer made here rather than read from the served folder."""
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
 
 class DemoHandler(StaticHandler):
     offered_sync: ClassVar[bytes | None] = None  # /demo-sync.json: {endpoint, apiKey}
@@ -57,11 +65,7 @@ class DemoHandler(StaticHandler):
     def do_GET(self) -> None:
         if self.path.split("?")[0] != "/demo-sync.json" or self.offered_sync is None:
             return super().do_GET()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(self.offered_sync)))
-        self.end_headers()
-        self.wfile.write(self.offered_sync)
+        self.send_body(self.offered_sync, "application/json")
         return None
 
 
