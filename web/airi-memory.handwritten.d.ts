@@ -79,18 +79,31 @@ export interface MemoryEvents {
 
 /** What boot tells; on the object from createMemorySystem, or once whenReady resolved. */
 export interface BootInfo {
-  /** Milliseconds from openMemorySystem/createMemorySystem to ready. */
+  /** Milliseconds from openMemorySystem/createMemorySystem to ready: sessions are read,
+   *  and the methods that need only them, the app's storage or context answer at once. */
   ready: number;
+  /** Milliseconds to loaded (the history in DuckDB): set once whenLoaded resolved. */
+  loaded?: number;
   userId: string;
+  /** `duckdb` is null until whenLoaded resolved. */
   versions: Versions & { pyodide: string; duckdbWasm: string };
   /** Milliseconds the worker spent booting Pyodide, the wheel and DuckDB-WASM. */
   bootMs: number;
   /** When each part of boot finished (ms since boot began). */
-  bootPhases: { snapshot?: number; pyodide?: number; imports?: number; duckdb?: number; python?: number };
+  bootPhases: {
+    snapshot?: number;
+    pyodide?: number;
+    imports?: number;
+    /** After ready: DuckDB started, and start-up loaded (set once whenLoaded resolved). */
+    duckdb?: number;
+    python?: number;
+    loaded?: number;
+  };
   /** The startupSnapshot option's outcome: "off", "used", or "failed: <why>". */
   startupSnapshot: string;
   mounts: string[];
-  /** Records start-up could not read: kept, untouched, left out of every read. */
+  /** Records start-up could not read: kept, untouched, left out of every read (the
+   *  message records among them once whenLoaded resolved). */
   quarantined: QuarantinedRecord[];
 }
 
@@ -103,6 +116,10 @@ export interface TestHooks {
 export interface MemorySystemMembers extends GeneratedMethods {
   /** Resolves with this object once booted; rejects with boot's error. */
   whenReady: Promise<MemorySystem>;
+  /** Resolves with this object once start-up has loaded the history into DuckDB (messages,
+   *  search and writes answer without waiting; they wait by themselves before); rejects
+   *  with what stopped it (DuckDB did not start), as those calls do. */
+  whenLoaded: Promise<MemorySystem>;
   addEventListener<K extends keyof MemoryEvents>(
     type: K,
     listener: (event: CustomEvent<MemoryEvents[K]>) => void,

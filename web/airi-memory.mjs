@@ -18,7 +18,10 @@ const CLOSE_GRACE_MS = 2000;
 const DEFAULT_CLOSE_MS = 10_000;
 
 /**
- * The memory system, once it is ready (`memory.ready`: milliseconds it took).
+ * The memory system, once it is ready (`memory.ready`: milliseconds it took): the sessions
+ * are read, and listing them, the app's storage and context answer at once. Calls that
+ * need the history (messages, search, writes) wait until start-up has loaded it into
+ * DuckDB, a moment later: `memory.whenLoaded` says when.
  * @param {import("./airi-memory.d.ts").MemorySystemOptions} [options]
  * @returns {Promise<import("./airi-memory.d.ts").MemorySystem>}
  */
@@ -185,6 +188,18 @@ export function openMemorySystem(options = {}) {
     },
   );
   memory.whenReady.catch(() => {}); // an app that only makes calls learns of it from them
+  memory.whenLoaded = memory.whenReady
+    .then(() => rpc.send({ kind: "loaded" }))
+    .then((info) =>
+      Object.assign(memory, {
+        /** Milliseconds from openMemorySystem() to loaded: the history is in DuckDB. */
+        loaded: performance.now() - started,
+        versions: { ...memory.versions, duckdb: info.versions.duckdb },
+        bootPhases: info.bootPhases,
+        quarantined: info.quarantined, // the message records' too, now
+      }),
+    );
+  memory.whenLoaded.catch(() => {});
   return memory;
 }
 

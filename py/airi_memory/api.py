@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import __version__, diagnostics, transfer
-from .api_methods import METHODS
+from .api_methods import BEFORE_LOAD, METHODS
 from .context import ComposeOptions, Composer, ContextStore, TokenCounter, Tokens
 from .errors import AiriMemoryError, InvalidValueError, UnknownMethodError
 from .http import HttpTransport
@@ -116,6 +116,7 @@ class MemorySystem:
         self.sync = SyncClient(
             sessions, ports.http, ports.emit, sleep, ports.exclusive, ports.online
         )
+        self._loading: asyncio.Future[None] | None = None  # start-up's second stage
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {
             method.name: _handler(self, method.handler) for method in METHODS
         }
@@ -131,10 +132,30 @@ class MemorySystem:
         ports: HostPorts | None = None,
         sleep: Sleep = asyncio.sleep,
     ) -> "MemorySystem":
+        """A system fully loaded: ``start``, then ``loaded``."""
+        system = await cls.start(storage, sql, raw_options, clock, publish, ports, sleep)
+        await system.loaded()
+        return system
+
+    @classmethod
+    async def start(
+        cls,
+        storage: Storage,
+        sql: SqlEngine,
+        raw_options: object,
+        clock: Callable[[], int] = now_ms,
+        publish: Callable[[int], None] | None = None,
+        ports: HostPorts | None = None,
+        sleep: Sleep = asyncio.sleep,
+    ) -> "MemorySystem":
+        """A system that answers the methods marked ``before_load`` (sessions' metadata,
+        the app's storage, context) once the sessions are read, without SQL; the rest of
+        start-up (the DuckDB mirror, embeddings, summaries, sync, retention) runs in the
+        background, and every other method waits for it (``loaded``)."""
         options = parse_options(raw_options)
         ports = ports or HostPorts()
         terms = ports.term_index()
-        sessions = await SessionStore.open(
+        sessions = await SessionStore.read(
             storage,
             SessionMirror(sql, [SearchTables(terms)]),
             options.user_id,
@@ -143,17 +164,27 @@ class MemorySystem:
             publish,
         )
         system = cls(storage, sql, options, sessions, ports, terms, sleep)
-        system.embeddings.use(options.embeddings)
-        if system.ports.emit:  # records found damaged from now on; start-up's are in info()
-            emit = system.ports.emit
-            sessions.on_quarantine = lambda key, reason: emit(
+        system._loading = asyncio.ensure_future(system._load())
+        return system
+
+    async def _load(self) -> None:
+        await self.sessions.load()
+        self.embeddings.use(self.options.embeddings)
+        if self.ports.emit:  # records found damaged from now on; start-up's are in info()
+            emit = self.ports.emit
+            self.sessions.on_quarantine = lambda key, reason: emit(
                 "quarantine", {"records": [{"key": key, "reason": reason}]}
             )
-        await system.summarizer.load()
-        await system.sync.open(options.sync)
-        if options.retention.enabled:
-            system.scheduler.start(run_now=options.retention.run_at_start)
-        return system
+        await self.summarizer.load()
+        await self.sync.open(self.options.sync)
+        if self.options.retention.enabled:
+            self.scheduler.start(run_now=self.options.retention.run_at_start)
+
+    async def loaded(self) -> dict[str, Any]:
+        """``info()`` once start-up is done; its error if it failed (DuckDB did not start)."""
+        assert self._loading is not None, "a system is opened by start() or open()"
+        await asyncio.shield(self._loading)
+        return await self.info()
 
     async def dispatch(self, method: str, args: list[Any]) -> dict[str, Any]:
         try:
@@ -162,6 +193,8 @@ class MemorySystem:
                 raise UnknownMethodError(f"airi-memory has no method {method!r}")
             if not isinstance(args, list):
                 raise InvalidValueError(f"arguments of {method!r} must be a list")
+            if method not in BEFORE_LOAD:
+                await self.loaded()
             return {"ok": True, "value": await handler(*args)}
         except AiriMemoryError as error:
             return _error_reply(error)
@@ -176,12 +209,16 @@ class MemorySystem:
             "versions": {
                 "airiMemory": __version__,
                 "python": python,
-                "duckdb": await self.sql.version(),
+                "duckdb": await self.sql.version() if self._is_loaded() else None,
             },
             "mounts": self.storage.mount_names(),
             # Records start-up could not read: kept in place, left out, reported.
             "quarantined": self.sessions.stats()["quarantined"],
         }
+
+    def _is_loaded(self) -> bool:
+        loading = self._loading
+        return loading is not None and loading.done() and loading.exception() is None
 
     async def ping(self) -> str:
         return "pong"
@@ -194,6 +231,9 @@ class MemorySystem:
         """Background work stops and queued writes finish, within ``timeouts.closeMs``: a
         task waiting on a hung worker must not keep the system open. DuckDB and storage
         are released either way; writes still queued then fail with the closing system."""
+        if self._loading is not None and self._loading.cancel():
+            with contextlib.suppress(BaseException):  # its error is every waiting call's
+                await self._loading
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.options.timeouts.close_ms / 1000):
                 await self.scheduler.stop()

@@ -89,12 +89,21 @@ class Method:
     # The facade's own parameters differ (it takes the app's functions): its TypeScript
     # signature is written by hand in web/airi-memory.handwritten.d.ts.
     declared_by_hand: bool = False
+    # Answered while start-up still fills DuckDB: it needs only the sessions' metadata,
+    # the app's storage or the context (``MemorySystem.start``). The rest wait for it.
+    before_load: bool = False
 
 
 def _method(
-    name: str, handler: str, doc: str, result: Any, *params: Param, by_hand: bool = False
+    name: str,
+    handler: str,
+    doc: str,
+    result: Any,
+    *params: Param,
+    by_hand: bool = False,
+    early: bool = False,
 ) -> Method:
-    return Method(name, handler, doc, result, params, by_hand)
+    return Method(name, handler, doc, result, params, by_hand, early)
 
 
 _P = Param
@@ -105,46 +114,48 @@ _MESSAGES = list[ChatHistoryItem]
 
 METHODS: tuple[Method, ...] = (
     _method("info", "info", "Who, which versions, which mounts, what start-up quarantined.",
-            SystemInfo),
-    _method("ping", "ping", "Answers 'pong': the worker is alive.", str),
+            SystemInfo, early=True),
+    _method("ping", "ping", "Answers 'pong': the worker is alive.", str, early=True),
     _method("close", "close", "Let queued writes finish, then end the worker.", None,
-            by_hand=True),
+            by_hand=True, early=True),
     _method("query", "query", "Read-only SQL for diagnostics; parameters are bound.",
             list[_JSON], _P("sql", str), _P("params", list[Any] | None, None)),
-    _method("schemas", "schemas", "JSON Schema of the contract's models (camelCase).", _JSON),
+    _method("schemas", "schemas", "JSON Schema of the contract's models (camelCase).", _JSON,
+            early=True),
     _method("analytics", "analytics", "Messages per day, role, session, character; totals.",
             _JSON),
     # --- storage: unstorage's methods over the same mounts -----------------------
     _method("storage.getItem", "_public.get_item", "The value at a key, or null.", Any,
-            _P("key", str)),
+            _P("key", str), early=True),
     _method("storage.getItemRaw", "_public.get_item_raw", "The value as stored (bytes kept).",
-            Any, _P("key", str)),
+            Any, _P("key", str), early=True),
     _method("storage.getItems", "_public.get_items", "Several values, in the order asked.",
-            list[StorageItem], _P("keys", list[str])),
+            list[StorageItem], _P("keys", list[str]), early=True),
     _method("storage.setItem", "_public.set_item", "Store a JSON value (undefined removes it).",
-            None, _P("key", str), _P("value", Any), by_hand=True),
+            None, _P("key", str), _P("value", Any), by_hand=True, early=True),
     _method("storage.setItemRaw", "_public.set_item_raw", "Store a value as it is (bytes too).",
-            None, _P("key", str), _P("value", Any)),
+            None, _P("key", str), _P("value", Any), early=True),
     _method("storage.setItems", "_set_items", "Store several values at once.", None,
-            _P("items", list[StorageItem])),
+            _P("items", list[StorageItem]), early=True),
     _method("storage.hasItem", "_public.has_item", "Whether a key holds a value.", bool,
-            _P("key", str)),
-    _method("storage.removeItem", "_public.remove_item", "Remove a key.", None, _P("key", str)),
+            _P("key", str), early=True),
+    _method("storage.removeItem", "_public.remove_item", "Remove a key.", None, _P("key", str),
+            early=True),
     _method("storage.getKeys", "_public.get_keys", "Keys under a base ('' for all).",
-            list[str], _P("base", str, "")),
+            list[str], _P("base", str, ""), early=True),
     _method("storage.clear", "_public.clear", "Remove every key under a base.", None,
-            _P("base", str, "")),
+            _P("base", str, ""), early=True),
     _method("storage.getMounts", "_mounts", "The mounts: base and driver name.",
-            list[StorageMount]),
+            list[StorageMount], early=True),
     # --- sessions: the seed's session store; each write resolves once durable ----
     _method("sessions.createSession", "sessions.create_session", "A new session.", _META,
             _P("options", CreateSessionOptions | None, None)),
     _method("sessions.getSession", "sessions.get_session", "A session's meta, or null.",
-            _META | None, _SESSION),
+            _META | None, _SESSION, early=True),
     _method("sessions.listSessions", "sessions.list_sessions", "Newest first, filtered, paged.",
-            list[_META], _P("options", ListSessionsOptions | None, None)),
+            list[_META], _P("options", ListSessionsOptions | None, None), early=True),
     _method("sessions.getAllSessions", "sessions.get_all_sessions", "Every session of this user.",
-            list[_META]),
+            list[_META], early=True),
     _method("sessions.renameSession", "sessions.rename_session", "Change a session's title.",
             _META, _SESSION, _P("title", str)),
     _method("sessions.pinSession", "sessions.pin_session", "Pin (or unpin) a session.", _META,
@@ -162,7 +173,7 @@ METHODS: tuple[Method, ...] = (
             _P("options", DeleteOldSessionsOptions)),
     _method("sessions.getActiveSessionId", "sessions.get_active_session_id",
             "The active session of a character.", str | None,
-            _P("characterId", str, "default"), by_hand=True),
+            _P("characterId", str, "default"), by_hand=True, early=True),
     _method("sessions.setActiveSessionId", "sessions.set_active_session_id",
             "Make a session the active one (null: none).", str | None,
             _P("sessionId", str | None), by_hand=True),
@@ -195,29 +206,31 @@ METHODS: tuple[Method, ...] = (
             "Cache, queue, journal, problems and quarantined records.", _JSON),
     # --- context: working memory for the next LLM call ----------------------------
     _method("context.ingestContext", "context.ingest", "Add or replace a module's context.",
-            ContextMessage, _P("message", ContextMessage)),
+            ContextMessage, _P("message", ContextMessage), early=True),
     _method("context.getContextsSnapshot", "context.current",
-            "{sourceType: content}, highest priority first, expired entries gone.", _JSON),
+            "{sourceType: content}, highest priority first, expired entries gone.", _JSON,
+            early=True),
     _method("context.getContexts", "context.entries", "Every live entry in full.",
-            list[ContextMessage]),
+            list[ContextMessage], early=True),
     _method("context.removeContext", "context.remove",
             "Forget one source's context, or a whole type's; the count removed.", int,
-            _P("sourceType", str), _P("sourceId", str | None, None)),
-    _method("context.clearContexts", "context.clear", "Forget all context; the count.", int),
+            _P("sourceType", str), _P("sourceId", str | None, None), early=True),
+    _method("context.clearContexts", "context.clear", "Forget all context; the count.", int,
+            early=True),
     _method("context.registerProvider", "register_app_provider",
             "An app function asked for context before each composition.", list[str],
-            _P("sourceType", str), by_hand=True),
+            _P("sourceType", str), by_hand=True, early=True),
     _method("context.unregisterProvider", "context.unregister_provider",
             "Stop asking a provider; false when there was none.", bool, _P("sourceType", str),
-            by_hand=True),
+            by_hand=True, early=True),
     _method("context.setUserProfile", "context.set_user_profile",
             "The user's profile, in every composition (null removes).", _JSON | None,
-            _P("profile", _JSON | None)),
+            _P("profile", _JSON | None), early=True),
     _method("context.getUserProfile", "context.get_user_profile", "The user's profile.",
-            _JSON | None),
+            _JSON | None, early=True),
     _method("context.setModuleState", "context.set_module_state",
             "A module's state as context (null removes).", _JSON | None, _P("module", str),
-            _P("state", _JSON | None)),
+            _P("state", _JSON | None), early=True),
     # --- composition, search, embeddings, tokens ----------------------------------
     _method("composeMessages", "compose_messages",
             "The messages for the next LLM call within a token budget.", ComposedMessages,
@@ -235,9 +248,9 @@ METHODS: tuple[Method, ...] = (
             "Another embedding model or provider.", EmbeddingsStatus,
             _P("config", EmbeddingConfig | None), by_hand=True),
     _method("countTokens", "count_tokens", "Token counts of texts (estimated or exact).",
-            list[int], _P("texts", list[str]), _P("encoding", str, "estimate")),
+            list[int], _P("texts", list[str]), _P("encoding", str, "estimate"), early=True),
     _method("tokenStats", "_token_stats", "The encodings known and the counts made.",
-            TokenStats),
+            TokenStats, early=True),
     # --- retention, summaries, transfer -------------------------------------------
     _method("applyRetentionPolicy", "apply_retention_policy",
             "The seed's session retention (the options' policy by default).", RetentionReport,
@@ -291,12 +304,15 @@ METHODS: tuple[Method, ...] = (
 )  # fmt: skip
 
 BY_NAME: dict[str, Method] = {method.name: method for method in METHODS}
+BEFORE_LOAD: frozenset[str] = frozenset(m.name for m in METHODS if m.before_load)
 
 # Facade members that exist on the page only, written by hand in web/airi-memory.mjs (and
 # declared in web/airi-memory.handwritten.d.ts): no Python method answers them.
 JS_ONLY_MEMBERS: tuple[str, ...] = (
     "whenReady",
+    "whenLoaded",
     "ready",
+    "loaded",
     "userId",
     "versions",
     "bootMs",

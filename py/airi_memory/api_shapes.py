@@ -72,7 +72,7 @@ class QuarantinedRecord(TypedDict):
 class Versions(TypedDict):
     airiMemory: str
     python: str
-    duckdb: str
+    duckdb: str | None  # null until start-up has DuckDB up (the facade's whenLoaded)
 
 
 class SystemInfo(TypedDict):

@@ -90,13 +90,14 @@ class RecordedPage:
         self.page.wait_for_selector(f"#messages li:has-text('{text}')")
 
     def boot(self, user_id: str = "e2e") -> dict:
-        """Create the memory system in the page as ``window.memory``; return its summary."""
+        """Create the memory system in the page as ``window.memory``, wait until it has
+        loaded; return its summary."""
         return self.evaluate(
             """async (userId) => {
                 const { createMemorySystem } = await import('/airi-memory.mjs');
                 window.memory = await createMemorySystem({ userId });
-                const m = window.memory;
-                return { ready: m.ready, bootMs: m.bootMs, userId: m.userId,
+                const m = await window.memory.whenLoaded;
+                return { ready: m.ready, loaded: m.loaded, bootMs: m.bootMs, userId: m.userId,
                          versions: m.versions, mounts: m.mounts };
             }""",
             user_id,

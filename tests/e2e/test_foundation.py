@@ -21,7 +21,7 @@ def test_boot_reports_ready_versions_and_mounts(web):
     assert summary["versions"]["duckdb"].startswith("v1.4")
     assert summary["versions"]["duckdbWasm"] == "1.32.0"
     assert summary["mounts"] == ["", "local", "outbox"]
-    assert 0 < summary["bootMs"] <= summary["ready"]
+    assert 0 < summary["bootMs"] <= summary["ready"] < summary["loaded"]
     assert web.evaluate("() => memory.ping()") == "pong"
 
 
@@ -234,6 +234,8 @@ def test_demo_page_shows_ready_and_writes_a_key(web):
     web.page.goto(f"{web.base_url}/")
     web.page.wait_for_selector("#status[data-state=ready]", timeout=60_000)
     assert web.page.text_content("dd[data-field=Pyodide]") == "314.0.7"
+    web.page.wait_for_selector("dd[data-field=DuckDB]:has-text('v1.4')")
+    assert web.page.text_content("dd[data-field='Loaded after']").endswith(" ms")
     web.page.fill("#kv-key", "local:demo/note")
     web.page.fill("#kv-value", '{"text": "from the demo"}')
     web.page.click("#kv-write")

@@ -20,6 +20,8 @@ export async function exampleApp(): Promise<string[]> {
   const seen: string[] = [await early, String(memory.ready + memory.bootMs), memory.userId];
   seen.push(memory.versions.pyodide, memory.versions.airiMemory, ...memory.mounts);
   seen.push(String(memory.bootPhases.python ?? 0), String(memory.quarantined.length));
+  const loaded: MemorySystem = await memory.whenLoaded;
+  seen.push(String(loaded.loaded ?? 0), loaded.versions.duckdb ?? "no DuckDB", String(loaded.bootPhases.loaded ?? 0));
   const again = await createMemorySystem({ userId: "bob", baseUrl: "/dist/" });
   await again.close();
 
@@ -127,7 +129,7 @@ export async function exampleApp(): Promise<string[]> {
   // diagnostics, info, the page's own
   seen.push(...(await memory.query("SELECT count(*) AS n FROM chat_messages WHERE session_id = ?", [id])).map((row) => String(row.n)));
   seen.push(String((await memory.query("SELECT 1 AS one")).length), ...Object.keys(await memory.schemas()), await memory.ping());
-  seen.push(JSON.stringify(await memory.analytics()), (await memory.info()).versions.duckdb, String((await memory.info()).activeSessionId));
+  seen.push(JSON.stringify(await memory.analytics()), String((await memory.info()).versions.duckdb), String((await memory.info()).activeSessionId));
   seen.push(String((await memory.diagnostics.bulkInsert(100)).rows), String((await memory.diagnostics.fillVectors()).filled));
   seen.push(String((await memory.diagnostics.sqlRoundTrips(3)).length), String((await memory.diagnostics.storedVectors(0)).texts));
   const estimate = await memory.estimateStorage();

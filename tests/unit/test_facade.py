@@ -55,6 +55,9 @@ MEMBERS = """
 const memory = openMemorySystem({ testHooks: true });
 fake.reply("boot", fake.BOOT_INFO);
 await memory.whenReady;
+await tick();
+fake.reply("loaded", fake.BOOT_INFO);
+await memory.whenLoaded;
 const groups = new Set(%s);
 const members = {};
 for (const [key, value] of Object.entries(memory)) {
@@ -102,7 +105,8 @@ memory.summarizeOldContext("s1");
 memory.summarizeOldContext("s1", 7);
 memory.storage.setItem("k", undefined);
 memory.sessions.addMessage("s1", { role: "user" }, "extra");
-console.log(JSON.stringify(fake.posted.map(({ method, args }) => [method, args])));
+const calls = fake.posted.filter((m) => m.kind === "call");
+console.log(JSON.stringify(calls.map(({ method, args }) => [method, args])));
 """,
     )
     assert sent == [
@@ -131,15 +135,22 @@ fake.event("boot-progress", { phase: "python", fraction: 1, elapsedMs: 9 });
 fake.reply("boot", fake.BOOT_INFO);
 const ready = await memory.whenReady;
 await tick();
-const postedAfterBoot = fake.posted.map((m) => m.method);
+const postedAfterBoot = fake.posted.map((m) => m.method ?? m.kind);
 fake.reply("call", "pong", { method: "ping" });
 fake.reply("call", { sessionId: "s1" }, { method: "sessions.getSession" });
+const answers = await Promise.all(early);
+const loadedBefore = memory.loaded ?? null;
+const quarantined = [{ key: "local:chat/records/s1/x", reason: "unreadable" }];
+fake.reply("loaded", { ...fake.BOOT_INFO, versions: { ...fake.BOOT_INFO.versions, duckdb: "v1.4.1" }, quarantined,
+  bootPhases: { ...fake.BOOT_INFO.bootPhases, loaded: 12 } });
+const loaded = await memory.whenLoaded;
 console.log(JSON.stringify({
   readyBefore: readyBefore ?? null, postedBeforeBoot, postedAfterBoot, fractions,
   networkBeforeBoot,
-  answers: await Promise.all(early), same: ready === memory, readyMs: typeof memory.ready,
+  answers, same: ready === memory && loaded === memory, readyMs: typeof memory.ready,
   userId: memory.userId, active: memory.sessions.activeSessionId,
-  pyodide: memory.versions.pyodide,
+  pyodide: memory.versions.pyodide, loadedBefore, loadedMs: typeof memory.loaded,
+  duckdb: memory.versions.duckdb, quarantined: memory.quarantined, loadedPhase: memory.bootPhases.loaded,
 }));
 """,
     )
@@ -147,7 +158,8 @@ console.log(JSON.stringify({
         "readyBefore": None,
         "postedBeforeBoot": ["boot"],
         "networkBeforeBoot": [{"online": True}],  # the page tells the worker at once
-        "postedAfterBoot": ["ping", "sessions.getSession"],
+        # The queued calls, then the facade's question for whenLoaded.
+        "postedAfterBoot": ["ping", "sessions.getSession", "loaded"],
         "fractions": [0, 1],
         "answers": ["pong", {"sessionId": "s1"}],
         "same": True,
@@ -155,6 +167,11 @@ console.log(JSON.stringify({
         "userId": "alice",
         "active": "s1",
         "pyodide": "314.0.7",
+        "loadedBefore": None,
+        "loadedMs": "number",
+        "duckdb": "v1.4.1",
+        "quarantined": [{"key": "local:chat/records/s1/x", "reason": "unreadable"}],
+        "loadedPhase": 12,
     }
 
 
@@ -166,16 +183,18 @@ const memory = openMemorySystem();
 const early = memory.sessions.listSessions().catch((error) => `${error.name}: ${error.message}`);
 fake.reply("boot", null, { ok: false, error: { name: "InvalidValueError", message: "invalid option 'x'" } });
 const boot = await memory.whenReady.catch((error) => error.message);
+const loaded = await memory.whenLoaded.catch((error) => error.message);
 const terminated = fake.worker().terminated;
 const created = createMemorySystem().catch((error) => error.message);
 fake.reply("boot", null, { ok: false, error: { name: "Error", message: "no wasm" } });
-console.log(JSON.stringify({ early: await early, boot, terminated, created: await created,
+console.log(JSON.stringify({ early: await early, boot, loaded, terminated, created: await created,
   calls: fake.posted.filter((m) => m.kind === "call").length }));
 """,
     )
     assert seen == {
         "early": "InvalidValueError: invalid option 'x'",
         "boot": "invalid option 'x'",
+        "loaded": "invalid option 'x'",
         "terminated": True,
         "created": "no wasm",
         "calls": 0,

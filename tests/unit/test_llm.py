@@ -100,10 +100,12 @@ async def test_unreachable_server_and_bad_config(llm):
     assert report["method"] == "extractive"
 
 
-async def settled(system, state):
+async def settled(system, state, indexed=None):
+    """The status once in ``state`` (with ``indexed`` vectors, when given: a pass that
+    ended before the last writes is "ready" too)."""
     for _ in range(300):
         status = await system.embeddings.status()
-        if status["state"] == state:
+        if status["state"] == state and indexed in (None, status["indexed"]):
             return status
         await asyncio.sleep(0.02)
     raise AssertionError(f"embeddings never reached {state}: {status}")
@@ -116,7 +118,7 @@ async def test_embeddings_from_an_openai_compatible_server(llm):
     sid = (await system.sessions.create_session({}))["sessionId"]
     for text in ["orange juice please", "the train is late"]:
         await system.sessions.add_message(sid, {"role": "user", "content": text})
-    status = await settled(system, "ready")
+    status = await settled(system, "ready", indexed=2)
     assert status["indexed"] == 2 and status["apiKey"] == "set"
     request = llm.requests[0]
     assert request["path"] == "/v1/embeddings" and request["authorization"] == f"Bearer {SECRET}"

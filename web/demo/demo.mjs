@@ -43,7 +43,7 @@ async function main() {
   const bar = $("boot-progress");
   const memory = await createMemorySystem({
     userId: "demo",
-    // Each boot phase as it ends (pyodide, imports, duckdb, python): a fraction up to 1.
+    // Each boot phase as it ends (pyodide, imports, python): a fraction up to 1.
     onProgress: ({ phase, fraction }) => {
       bar.value = fraction;
       status.textContent = `Starting… ${phase} (${Math.round(fraction * 100)} %)`;
@@ -56,10 +56,11 @@ async function main() {
   const info = $("system-info");
   const rows = {
     "Ready after": `${memory.ready.toFixed(0)} ms`,
+    "Loaded after": "loading the history…", // DuckDB starts beside: see whenLoaded below
     "User": memory.userId,
     "Pyodide": memory.versions.pyodide,
     "Python": memory.versions.python,
-    "DuckDB": memory.versions.duckdb,
+    "DuckDB": "starting…",
     "airi-memory": memory.versions.airiMemory,
     "Mounts": memory.mounts.map((m) => m || "(root: memory)").join(", "),
   };
@@ -71,6 +72,16 @@ async function main() {
     dd.dataset.field = name;
     info.append(dt, dd);
   }
+  const field = (name) => info.querySelector(`dd[data-field="${name}"]`);
+  memory.whenLoaded.then(
+    () => {
+      field("Loaded after").textContent = `${memory.loaded.toFixed(0)} ms`;
+      field("DuckDB").textContent = memory.versions.duckdb;
+    },
+    (error) => {
+      field("Loaded after").textContent = `failed: ${error.message}`;
+    },
+  );
 
   const output = $("kv-output");
   const guard = (action) => async (event) => {

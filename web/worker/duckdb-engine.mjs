@@ -27,36 +27,31 @@ const DEFAULT_CALL_TIMEOUT_MS = 120_000;
 const START_TIMEOUT_MS = 120_000;
 
 /**
+ * DuckDB-WASM, returned at once and started once `startWhen` resolves: the worker starts
+ * it only after Pyodide's own WASM is compiled, so the two do not share the two cores,
+ * and no ready waits for it (calls wait for the start themselves; `started` settles with
+ * it).
+ *
  * `callTimeoutMs` bounds each call. AsyncDuckDB alone never settles a call whose worker
  * died: its onError clears the pending requests without rejecting them, and a terminated
  * worker sends no event at all. So calls are tracked here: when the worker reports an
  * error, or a call outlives its bound (a hung worker), the worker is terminated and every
  * call in flight, and every later one, rejects with SqlEngineStoppedError.
  */
-export async function openDuckDb(runtimeUrl, { callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS } = {}) {
+export function openDuckDb(runtimeUrl, { callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS, startWhen } = {}) {
   const file = (name) => new URL(`duckdb/${name}`, runtimeUrl).href;
-  const bundle = await duckdb.selectBundle({
-    mvp: { mainModule: file("duckdb-mvp.wasm"), mainWorker: file("duckdb-browser-mvp.worker.js") },
-    eh: { mainModule: file("duckdb-eh.wasm"), mainWorker: file("duckdb-browser-eh.worker.js") },
-  });
-  const worker = new Worker(bundle.mainWorker);
-  const db = new duckdb.AsyncDuckDB(new duckdb.VoidLogger(), worker);
+  let worker = null; // DuckDB's own, and its client: made when the start begins
+  let db = null;
   let stopped = null; // the SqlEngineStoppedError, once the worker is gone
   const inFlight = new Set(); // reject functions of the calls not yet settled
 
   function stop(reason) {
     if (stopped) return;
     stopped = new SqlEngineStoppedError(`DuckDB's worker stopped: ${reason}`);
-    worker.terminate();
+    worker?.terminate();
     for (const reject of inFlight) reject(stopped);
     inFlight.clear();
   }
-  // Handled here, so a crash in DuckDB's worker does not travel on to ours (and the page).
-  worker.addEventListener("error", (event) => {
-    event.preventDefault();
-    stop(event.message || "it raised an error it did not catch");
-  });
-  worker.addEventListener("messageerror", () => stop("a message from it could not be read"));
 
   /** `work()`'s result, unless the worker stops first or `work` outlives `limitMs`. */
   function bounded(what, work, limitMs = callTimeoutMs) {
@@ -73,22 +68,47 @@ export async function openDuckDb(runtimeUrl, { callTimeoutMs = DEFAULT_CALL_TIME
     });
   }
 
-  const { connection, version } = await bounded(
-    "starting DuckDB",
-    async () => {
-      await db.instantiate(bundle.mainModule);
-      const connection = await db.connect();
-      // Extensions would be fetched from the network; the core has what we use.
-      await connection.query("SET autoinstall_known_extensions=false");
-      await connection.query("SET autoload_known_extensions=false");
-      // No files or URLs from SQL (read_csv('https://...'), FROM 'x.csv', COPY ...): the
-      // core never needs them, diagnostics must not reach them, and the page makes no
-      // requests beyond its origin. DuckDB keeps this off until the database closes.
-      await connection.query("SET enable_external_access=false");
-      return { connection, version: await db.getVersion() };
-    },
-    Math.max(callTimeoutMs, START_TIMEOUT_MS),
-  );
+  async function start() {
+    await startWhen;
+    if (stopped) throw stopped; // closed before it started
+    const bundle = await duckdb.selectBundle({
+      mvp: { mainModule: file("duckdb-mvp.wasm"), mainWorker: file("duckdb-browser-mvp.worker.js") },
+      eh: { mainModule: file("duckdb-eh.wasm"), mainWorker: file("duckdb-browser-eh.worker.js") },
+    });
+    worker = new Worker(bundle.mainWorker);
+    db = new duckdb.AsyncDuckDB(new duckdb.VoidLogger(), worker);
+    // Handled here, so a crash in DuckDB's worker does not travel on to ours (and the page).
+    worker.addEventListener("error", (event) => {
+      event.preventDefault();
+      stop(event.message || "it raised an error it did not catch");
+    });
+    worker.addEventListener("messageerror", () => stop("a message from it could not be read"));
+    return bounded(
+      "starting DuckDB",
+      async () => {
+        await db.instantiate(bundle.mainModule);
+        const connection = await db.connect();
+        // Extensions would be fetched from the network; the core has what we use.
+        await connection.query("SET autoinstall_known_extensions=false");
+        await connection.query("SET autoload_known_extensions=false");
+        // No files or URLs from SQL (read_csv('https://...'), FROM 'x.csv', COPY ...): the
+        // core never needs them, diagnostics must not reach them, and the page makes no
+        // requests beyond its origin. DuckDB keeps this off until the database closes.
+        await connection.query("SET enable_external_access=false");
+        return { connection, version: await db.getVersion() };
+      },
+      Math.max(callTimeoutMs, START_TIMEOUT_MS),
+    ).catch((error) => {
+      stop(`it could not start: ${error?.message ?? error}`); // its WASM missing, a bad build ...
+      throw stopped;
+    });
+  }
+  let connection = null;
+  const started = start().then((opened) => {
+    connection = opened.connection;
+    return opened.version;
+  });
+  started.catch(() => {}); // every call that waits on it rejects with its error
   let temporaryCount = 0;
   // Prepared statements are kept by SQL text: the core runs the same few statements over
   // and over, and preparing costs a round trip to DuckDB's own worker.
@@ -178,9 +198,17 @@ export async function openDuckDb(runtimeUrl, { callTimeoutMs = DEFAULT_CALL_TIME
   };
 
   return {
-    version: () => version,
+    /** Settles when DuckDB has started (or failed to). */
+    started: started.then(() => undefined),
+    version: () => started,
     ...Object.fromEntries(
-      Object.entries(calls).map(([name, call]) => [name, (...args) => bounded(name, () => call(...args))]),
+      Object.entries(calls).map(([name, call]) => [
+        name,
+        async (...args) => {
+          await started;
+          return bounded(name, () => call(...args));
+        },
+      ]),
     ),
     /** Ends DuckDB's worker at once: its tables mirror what IndexedDB keeps, so nothing is
      *  lost, and a hung worker cannot hold up a close. */
@@ -190,6 +218,7 @@ export async function openDuckDb(runtimeUrl, { callTimeoutMs = DEFAULT_CALL_TIME
     /** Test-only (testHooks): once a call is in flight (or after `waitMs`), the worker is
      *  terminated and reports an error, as a crashed worker does. */
     async crashForTest(waitMs = 10_000) {
+      await started.catch(() => {}); // a call's, not the start's
       const busy = await until(() => inFlight.size > 0, waitMs);
       worker.terminate();
       worker.dispatchEvent(new ErrorEvent("error", { message: "terminated by a test" }));

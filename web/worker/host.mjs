@@ -5,7 +5,8 @@
 // and the local embedding model (embedding port, in a worker of its own). The worker
 // hands it to Python at boot; tests inside pytest-pyodide import it the same way.
 // `onEvent` receives progress the page may want to show; `timeouts` (the options' own,
-// validated again by Python) bound the waits on DuckDB and on the model.
+// validated again by Python) bound the waits on DuckDB and on the model. DuckDB starts
+// once `startSqlWhen` resolves (at once without it); its calls wait for that start.
 import { columnsOfExport, exportOfColumns, openDuckDb } from "./duckdb-engine.mjs";
 import { createLocalEmbedder } from "./embeddings.mjs";
 import { request } from "./http.mjs";
@@ -17,8 +18,8 @@ import { createVectorScan } from "./vector-scan.mjs";
 export { setOnline } from "./network.mjs"; // the worker passes on what the page says
 import { createTokenCounter } from "./tokens.mjs";
 
-export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeouts = {} }) {
-  const sql = await openDuckDb(runtimeUrl, { callTimeoutMs: positive(timeouts.sqlMs) });
+export function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeouts = {}, startSqlWhen }) {
+  const sql = openDuckDb(runtimeUrl, { callTimeoutMs: positive(timeouts.sqlMs), startWhen: startSqlWhen });
   return {
     idb: { open: openStore, failNextCommits },
     sql,

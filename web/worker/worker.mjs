@@ -1,6 +1,8 @@
 // The worker that hosts Pyodide, so the page never freezes. It boots Python with our
-// packages, creates the browser host (IndexedDB + DuckDB-WASM) in parallel, then forwards
-// each facade call to the Python core and posts back plain JS values.
+// packages and the browser host (IndexedDB; DuckDB-WASM, started once Pyodide's own WASM
+// is compiled), is ready once Python has read the sessions, then forwards each facade
+// call to the Python core and posts back plain JS values. Calls that need the history
+// in DuckDB wait in Python until start-up has loaded it ("loaded").
 import { createBrowserHost, setOnline } from "./host.mjs";
 import { readSitePackages, writeSitePackages } from "./site-packages.mjs";
 
@@ -14,10 +16,10 @@ let testHooks = false; // the facade's testHooks option: crash and block on requ
 let poll = null;
 const TAB_POLL_MS = 5000; // catch up at least this often, hints or not (cheap when idle)
 // Each boot phase's share of a typical boot (the bench's bootPhases), for a progress bar:
-// the fraction grows by a phase's share when it ends (pyodide and duckdb run in
-// parallel, so they may end in either order) and is 1 once Python is ready.
+// the fraction grows by a phase's share when it ends and is 1 once Python is ready.
 // (The startupSnapshot option's snapshot phase, its read, moves the bar by nothing.)
-const BOOT_PHASE_SHARES = { snapshot: 0, pyodide: 0.45, imports: 0.2, duckdb: 0.15, python: 0.2 };
+// DuckDB's start and the load after ready are phases too, in bootPhases, not in the bar.
+const BOOT_PHASE_SHARES = { snapshot: 0, pyodide: 0.55, imports: 0.25, python: 0.2 };
 
 // Hints are coalesced: one catch-up runs at a time, and any number of hints during it
 // cost one more. Python's sync() coalesces the same way; this keeps the bridge quiet.
@@ -59,7 +61,7 @@ async function readSnapshot() {
 /** Pyodide with our packages, restored from the start-up snapshot when asked (Pyodide's
  *  private `_loadSnapshot`): if that fails, booted as usual, and `outcome` says why. The
  *  packages' bundle is fetched beside the runtime's start and written before Python runs. */
-async function startPython(loadPyodide, withSnapshot, timed, outcome) {
+async function startPython(loadPyodide, withSnapshot, timed, outcome, onCompiled) {
   const { file, integrity } = SITE_PACKAGES;
   const files = fetch(`${runtimeUrl}${file}`, { integrity }).then(readSitePackages); // checked by the browser
   files.catch(() => {}); // reported below, once Pyodide is up
@@ -69,6 +71,7 @@ async function startPython(loadPyodide, withSnapshot, timed, outcome) {
     lockFileURL: `${runtimeUrl}pyodide-lock.json`,
     fullStdLib: false,
     fsInit: async (FS, { sitePackages }) => {
+      onCompiled(); // Pyodide's WASM is compiled: DuckDB's compile no longer competes
       unwritten = null; // this start's outcome only
       try {
         await writeSitePackages(FS, sitePackages, await files, { preload: !snapshot });
@@ -101,47 +104,63 @@ async function startPython(loadPyodide, withSnapshot, timed, outcome) {
   return pyodide;
 }
 
+let phases = {}; // when each part of boot, and of the load after it, ended (ms)
+let loading = null; // start-up's load in Python, then info() with the phases
+
 async function boot(options, withTestHooks, withSnapshot) {
   testHooks = withTestHooks === true;
   const started = performance.now();
-  const phases = {};
+  phases = {};
   let fraction = 0;
   const progress = (phase) => postEvent("boot-progress", { phase, fraction, elapsedMs: performance.now() - started });
+  const ended = (name) => {
+    phases[name] = performance.now() - started;
+  };
   const timed = (name, promise) =>
     promise.then((value) => {
-      phases[name] = performance.now() - started;
+      ended(name);
       fraction = Math.round((fraction + BOOT_PHASE_SHARES[name]) * 1000) / 1000; // 1 at the end
       progress(name);
       return value;
     });
   progress("start");
+  let compiled;
+  const startSqlWhen = new Promise((resolve) => {
+    compiled = resolve;
+  });
+  host = createBrowserHost({ runtimeUrl, onEvent: postEvent, timeouts: options?.timeouts ?? {}, startSqlWhen });
+  host.sql.started.then(() => ended("duckdb"), () => {}); // its failure is the load's
   const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
   const outcome = { startupSnapshot: "off" };
-  // Python starts importing our modules (and pydantic) while DuckDB-WASM still compiles.
-  const python = timed("pyodide", startPython(loadPyodide, withSnapshot === true, timed, outcome)).then((loaded) => {
-    pyodide = loaded;
-    return timed("imports", Promise.resolve(loaded.pyimport("airi_memory.browser.host")));
-  });
+  const python = timed("pyodide", startPython(loadPyodide, withSnapshot === true, timed, outcome, compiled)).then(
+    (loaded) => {
+      pyodide = loaded;
+      return timed("imports", Promise.resolve(loaded.pyimport("airi_memory.browser.host")));
+    },
+  );
   // Tabs of one origin hint each other that the journal moved; each then catches up from
   // IndexedDB itself. A hint carries nothing to trust, and one lost (a frozen tab, a
   // message during boot) only delays the catch-up until the next hint or poll.
   const channel = new BroadcastChannel("airi-memory");
   channel.onmessage = () => catchUpSoon();
-  const timeouts = options?.timeouts ?? {};
-  let browser, buildInfo;
-  [browser, host, buildInfo] = await Promise.all([
+  const [browser, buildInfo] = await Promise.all([
     python,
-    timed("duckdb", createBrowserHost({ runtimeUrl, onEvent: postEvent, timeouts })),
     fetch(`${runtimeUrl}build-info.json`).then((response) => response.json()),
   ]);
   const publish = (journalNumber) => channel.postMessage({ journal: journalNumber });
   const emit = (event, detailJson) => postEvent(event, JSON.parse(detailJson));
+  // Ready once the sessions are read; DuckDB and the rest of start-up load behind it.
   api = await timed("python", browser.boot(host, pyodide.toPy(options), publish, callApp, emit));
+  loading = api.loaded().then((infoJson) => {
+    ended("loaded");
+    return { ...JSON.parse(infoJson), bootPhases: { ...phases } };
+  });
+  loading.catch(() => {}); // the facade's whenLoaded, and each call waiting on it, report it
   catchUpSoon(); // whatever was committed while this tab booted
   poll = setInterval(catchUpSoon, options?.tabPollMs ?? TAB_POLL_MS);
   const info = JSON.parse(await api.dispatch("info", pyodide.toPy([])));
   // Each phase: milliseconds from the start of boot until it finished.
-  return { ...info.value, buildInfo, bootMs: performance.now() - started, bootPhases: phases, ...outcome };
+  return { ...info.value, buildInfo, bootMs: performance.now() - started, bootPhases: { ...phases }, ...outcome };
 }
 
 // Python calls the app's own functions (context providers, an LLM callback) on the page:
@@ -243,6 +262,9 @@ self.onmessage = async ({ data }) => {
   try {
     if (kind === "boot") {
       self.postMessage({ id, ok: true, value: await boot(options, data.testHooks, data.startupSnapshot) });
+    } else if (kind === "loaded") {
+      if (!loading) throw new Error("airi-memory is not ready: boot failed or the system was closed");
+      self.postMessage({ id, ok: true, value: await loading });
     } else if (kind === "close") {
       self.postMessage({ id, ok: true, value: await close() });
     } else if (kind === "test") {

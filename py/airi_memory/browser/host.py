@@ -38,6 +38,11 @@ class BrowserApi:
         except (TypeError, ValueError):
             return to_javascript(reply)
 
+    async def loaded(self) -> str:
+        """``info()`` as JSON once start-up has loaded the history into DuckDB; raises
+        what stopped it (DuckDB did not start)."""
+        return json.dumps(await self._system.loaded(), ensure_ascii=False)
+
 
 def _app_caller(call_app: Any) -> AppCall:
     """The app's functions (JS callbacks on the page), called by name with JSON both ways."""
@@ -59,10 +64,13 @@ async def open_browser_system(
     call_app: Any = None,
     emit: Any = None,
     local_model: bool = True,
+    wait_for_load: bool = True,
 ) -> MemorySystem:
     """The one way to open a system in the browser, for the worker and tests alike: the
     JS ``host``'s IndexedDB, DuckDB-WASM, gpt-tokenizer, fetch and (with
-    ``local_model``) embedding model. ``clock`` and ``sleep`` are the system's time."""
+    ``local_model``) embedding model. ``clock`` and ``sleep`` are the system's time.
+    Without ``wait_for_load`` the system is returned once the sessions are read
+    (``MemorySystem.start``), and loads the rest in the background."""
     durability = parse_options(raw_options).durability
     storage = Storage(MemoryDriver())
     database = IndexedDbDriver(host.idb, durability=durability)  # both mounts: one database
@@ -82,7 +90,8 @@ async def open_browser_system(
         term_index=js_term_index(host.termIndex),
     )
     sql = WasmDuckDb(host.sql)
-    return await MemorySystem.open(
+    opening = MemorySystem.open if wait_for_load else MemorySystem.start
+    return await opening(
         storage, sql, raw_options, clock=clock, publish=publish, ports=ports, sleep=sleep
     )
 
@@ -92,8 +101,14 @@ async def boot(
 ) -> BrowserApi:
     """``publish(journalNumber)`` (from the worker) hints other tabs that we wrote;
     ``call_app(name, json)`` runs a function the app registered on the page;
-    ``emit(event, json)`` sends the page a progress event."""
+    ``emit(event, json)`` sends the page a progress event. Returns once the sessions
+    are read; ``BrowserApi.loaded`` tells when the rest of start-up is done."""
     system = await open_browser_system(
-        host, to_python(options) or {}, publish=publish, call_app=call_app, emit=emit
+        host,
+        to_python(options) or {},
+        publish=publish,
+        call_app=call_app,
+        emit=emit,
+        wait_for_load=False,
     )
     return BrowserApi(system)

@@ -132,7 +132,7 @@ class WasmDuckDb(SqlEngine):
         return int(await self._call("importArrow", check_identifier(table), data))
 
     async def version(self) -> str:
-        return str(self._host.version())
+        return str(await self._call("version"))
 
     async def close(self) -> None:
         await self._host.close()

@@ -37,10 +37,12 @@ async def open_native_system(
     clock: Callable[[], int] = now_ms,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     http: HttpTransport | None = None,
+    wait_for_load: bool = True,
 ) -> MemorySystem:
     """Files under a folder ``place`` stand in for IndexedDB; ``None`` keeps everything in
     memory for this system only. ``clock`` and ``sleep`` are the system's time (tests pass
-    a hand-moved one); ``http`` reaches providers (urllib unless given)."""
+    a hand-moved one); ``http`` reaches providers (urllib unless given). Without
+    ``wait_for_load``, returned once the sessions are read (``MemorySystem.start``)."""
     storage = Storage(MemoryDriver())
     # One store for both mounts, as IndexedDB is in the browser: a write and its sync
     # operation commit together. Files: <place>/airi-local/... and <place>/airi-sync-queue/...
@@ -48,6 +50,7 @@ async def open_native_system(
     storage.mount(LOCAL_MOUNT, PrefixedDriver(store, LOCAL_BASE))
     storage.mount(OUTBOX_MOUNT, PrefixedDriver(store, OUTBOX_BASE))
     ports = HostPorts(http=http or UrllibTransport())
-    return await MemorySystem.open(
+    opening = MemorySystem.open if wait_for_load else MemorySystem.start
+    return await opening(
         storage, NativeDuckDb(), dict(options or {}), clock=clock, sleep=sleep, ports=ports
     )

@@ -2,6 +2,11 @@
 numbers) from the durable store, from the snapshot plus the journal after it when there
 is one (fast), else from every record (two range reads, two columnar inserts).
 
+Two stages, so the sessions can be listed before DuckDB-WASM is up: ``read_sessions``
+reads the snapshot, the journal head and the session records (IndexedDB alone);
+``fill_mirror`` then fills DuckDB. No write runs between the two (every write waits for
+the second), so the view read in the first is still the store's when the second runs.
+
 Order matters: whatever commits after a read, a later step replays. The snapshot is read
 before the sessions (a session written after it has a journal number above
 ``through``), the journal head before the sessions and messages. A damaged snapshot
@@ -10,6 +15,7 @@ quarantined; start-up goes on.
 """
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from .catch_up import CatchUp
@@ -37,43 +43,71 @@ class _Laps:
         self.timings["total"] = round((time.perf_counter() - self.started) * 1000, 1)
 
 
-async def restore(
+@dataclass
+class SessionsRead:
+    """What the first stage read, for the second: the snapshot's tables and the journal
+    number they cover when they can be used, else the journal head read before the
+    sessions."""
+
+    laps: _Laps
+    saved: list[bytes | None]
+    through: int | None
+    head: dict[str, int] | None
+
+
+async def read_sessions(
+    reader: RecordReader, view: SessionView, timings: dict[str, Any]
+) -> SessionsRead:
+    """Stage one: the snapshot, the head and every session into ``view.metas``."""
+    laps = _Laps(timings)
+    saved, covers = await _read_snapshot(reader, view.mirror.saved_names)
+    laps.mark("readSnapshot")
+    through = covers.get("through") if covers is not None else None
+    if isinstance(through, int) and all(d is not None and len(d) for d in saved):
+        view.metas = await reader.read_sessions()
+        assert covers is not None
+        await reader.recheck_quarantined(covers.get("quarantined"))
+        laps.mark("readSessions")
+        return SessionsRead(laps, saved, through, None)
+    head = await reader.read_head()
+    view.metas = await reader.read_sessions()
+    laps.mark("readSessions")
+    return SessionsRead(laps, [], None, head)
+
+
+async def fill_mirror(
+    read: SessionsRead,
     reader: RecordReader,
     view: SessionView,
     catch_up: CatchUp,
     snapshots: Snapshots,
-    timings: dict[str, Any],
 ) -> None:
-    """Fill the view and mirror, then take a snapshot when there was none to start from."""
-    mirror, journal = view.mirror, catch_up.journal
-    laps = _Laps(timings)
-    saved, covers = await _read_snapshot(reader, mirror.saved_names)
-    laps.mark("readSnapshot")
-    through = covers.get("through") if covers is not None else None
-    restored = isinstance(through, int) and all(d is not None and len(d) for d in saved)
-    head = None if restored else await reader.read_head()
-    await _load_sessions(reader, view, laps)
-    if restored:
-        await reader.recheck_quarantined(covers.get("quarantined"))
+    """Stage two: the mirror from the snapshot and the journal after it, or from every
+    record; then the message numbers. Takes a snapshot when there was none to start from."""
+    mirror, journal, laps = view.mirror, catch_up.journal, read.laps
+    laps.lap = time.perf_counter()  # the wait between the stages is no step's
+    head = read.head
+    if read.through is not None:
         try:
-            await mirror.restore(saved)
+            await mirror.create()
+            await mirror.load([session_row(m) for m in view.metas.values()], [])
+            laps.mark("loadSessions")
+            await mirror.restore(read.saved)
             laps.mark("importSnapshot")
-            journal.position = through
+            journal.position = read.through
             await catch_up.catch_up()  # rebuilds from the records if the log cannot bridge
             laps.mark("replayJournal")
         except Exception as error:  # a damaged snapshot costs time, never data
-            timings["snapshotFailed"] = error_text(error)[:200]
-            await mirror.create()
+            laps.timings["snapshotFailed"] = error_text(error)[:200]
             journal.restart()
             head = await reader.read_head()
-            await _load_sessions(reader, view)
-            restored = False
-    if not restored:
-        assert head is not None
+            view.metas = await reader.read_sessions()
+    if head is not None:
         found = await reader.read_messages()
         laps.mark("readMessages")
         rows = [row for key, text in found.items() if (row := reader.message_row(key, text))]
-        await mirror.load([], rows)
+        await mirror.create()
+        await mirror.load([session_row(m) for m in view.metas.values()], rows)
         laps.mark("loadMessages")
         journal.reached(head["last"])
         journal.pruned_seen = head["pruned"] if head["last"] else None
@@ -86,7 +120,7 @@ async def restore(
 
 
 async def _read_snapshot(
-    reader: RecordReader, tables: list[str]
+    reader: RecordReader, tables: tuple[str, ...]
 ) -> tuple[list[bytes | None], dict[str, Any] | None]:
     """The snapshot's tables and what they cover, all from ONE snapshot. Each is its own
     read, so another tab may write a new snapshot in between: the covers record, read
@@ -99,14 +133,3 @@ async def _read_snapshot(
         if await storage.get_item(SNAPSHOT_COVERS) == covers:
             return saved, covers if isinstance(covers, dict) else None
     return [None for _ in tables], None
-
-
-async def _load_sessions(
-    reader: RecordReader, view: SessionView, laps: _Laps | None = None
-) -> None:
-    view.metas = await reader.read_sessions()
-    if laps:
-        laps.mark("readSessions")
-    await view.mirror.load([session_row(m) for m in view.metas.values()], [])
-    if laps:
-        laps.mark("loadSessions")

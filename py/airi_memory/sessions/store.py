@@ -4,7 +4,7 @@ Every write goes through one ``Writer`` (one queue, one write primitive, the mes
 numbers) and is one storage batch, reflected in this tab's ``SessionView`` only after it
 committed, so a resolved ``addMessage`` is on disk. The parts, one idea each:
 
-    restore.py         start-up: snapshot + journal, or every record
+    restore.py         start-up: the sessions, then the mirror (snapshot + journal, or all)
     catch_up.py        other writers' changes: journal replay, or rebuild by difference
     writer.py          the queue, guarded retries, sequences, the one write primitive
     snapshots.py       the mirror's tables saved with the journal number they cover
@@ -35,7 +35,7 @@ from .queries import Queries
 from .queue import Background, PersistQueue
 from .reader import RecordReader
 from .remote_writes import RemoteWrites
-from .restore import restore
+from .restore import SessionsRead, fill_mirror, read_sessions
 from .session_writes import SessionWrites
 from .snapshots import Snapshots
 from .view import SessionView
@@ -68,6 +68,7 @@ class SessionStore:
             "snapshots": 0, "snapshotFailures": 0, "catchUps": 0, "rebuilds": 0, "conflicts": 0,
         }  # fmt: skip
         self.load_timings: dict[str, Any] = {}  # start-up breakdown, in ms
+        self._read: SessionsRead | None = None  # start-up's first stage, for its second
         background = Background()
         self.reader = RecordReader(storage, mirror)
         self.view = SessionView(mirror, cache, Sequences(self.writer_id), clock)
@@ -151,13 +152,35 @@ class SessionStore:
         clock: Callable[[], int] = now_ms,
         publish: Callable[[int], None] | None = None,
     ) -> "SessionStore":
+        """A store with both stages of start-up done (``read`` then ``load``)."""
+        store = await cls.read(storage, mirror, user_id, cache_config, clock, publish)
+        await store.load()
+        return store
+
+    @classmethod
+    async def read(
+        cls,
+        storage: Storage,
+        mirror: SessionMirror,
+        user_id: str,
+        cache_config: CacheConfig | None = None,
+        clock: Callable[[], int] = now_ms,
+        publish: Callable[[int], None] | None = None,
+    ) -> "SessionStore":
+        """Start-up's first stage: the session metadata, from the durable store alone (no
+        SQL), so sessions can be listed while DuckDB starts. Nothing else may run on the
+        store until ``load`` is done."""
         cache = MessageCache(cache_config or CacheConfig())
         store = cls(storage, mirror, user_id, cache, clock, publish)
-        await mirror.create()
-        await restore(
-            store.reader, store.view, store.catching_up, store.snapshots, store.load_timings
-        )
+        store._read = await read_sessions(store.reader, store.view, store.load_timings)
         return store
+
+    async def load(self) -> None:
+        """Start-up's second stage: the DuckDB mirror and the message numbers."""
+        if self._read is None:
+            raise RuntimeError("SessionStore.load runs once, after SessionStore.read")
+        read, self._read = self._read, None
+        await fill_mirror(read, self.reader, self.view, self.catching_up, self.snapshots)
 
     @property
     def quarantined(self) -> dict[str, str]:

@@ -1,0 +1,141 @@
+"""Ready does not wait for DuckDB-WASM: the sessions are read from IndexedDB, and the
+methods that need only them, the app's storage or context answer at once; the rest wait
+for start-up to load the history into DuckDB (``whenLoaded``). DuckDB's WASM is held back
+(or missing) at a server of the test's own, so the order is certain, not a race."""
+
+import threading
+
+import pytest
+from conftest import Profiles, serve
+
+FIRST_OPEN = """async () => {
+    const { createMemorySystem } = await import('/airi-memory.mjs');
+    const memory = await createMemorySystem({ userId: 'staged' });
+    const meta = await memory.sessions.createSession({ title: 'kept' });
+    await memory.sessions.addMessage(meta.sessionId, { role: 'user', content: 'hello' });
+    await memory.close();
+    return meta.sessionId;
+}"""
+
+REOPEN = """async () => {
+    const { createMemorySystem } = await import('/airi-memory.mjs');
+    const memory = await createMemorySystem({ userId: 'staged' });
+    window.memory = memory;
+    const sessions = await memory.sessions.listSessions();
+    await memory.storage.setItem('local:app:1', { x: 1 });
+    const state = { messages: 'waiting', write: 'waiting', loaded: 'waiting' };
+    const failed = (error) => `${error.name}: ${error.message}`;
+    const sid = sessions[0].sessionId;
+    window.state = state;
+    window.waiting = [
+        memory.sessions.loadSessionMessages(sid).then(
+            (messages) => { state.messages = messages.map((m) => m.content); },
+            (error) => { state.messages = failed(error); }),
+        memory.sessions.addMessage(sid, { role: 'user', content: 'after' }).then(
+            (message) => { state.write = message.content; },
+            (error) => { state.write = failed(error); }),
+        memory.whenLoaded.then(() => { state.loaded = 'loaded'; },
+            (error) => { state.loaded = failed(error); }),
+    ];
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    return {
+        titles: sessions.map((s) => s.title),
+        stored: await memory.storage.getItem('local:app:1'),
+        profile: await memory.context.setUserProfile({ name: 'Ada' }),
+        duckdb: memory.versions.duckdb, duckdbPhase: memory.bootPhases.duckdb ?? null,
+        state: { ...state },
+    };
+}"""
+
+SETTLED = """async () => {
+    await Promise.all(window.waiting);
+    return { state, duckdb: memory.versions.duckdb, ready: memory.ready, loaded: memory.loaded ?? null,
+             phases: memory.bootPhases,
+             messages: (await memory.sessions.loadSessionMessages(
+                 (await memory.sessions.listSessions())[0].sessionId)).map((m) => m.content) };
+}"""
+
+
+REOPENED = """async () => {
+    const { createMemorySystem } = await import('/airi-memory.mjs');
+    const memory = await (await createMemorySystem({ userId: 'staged' })).whenLoaded;
+    const [session] = await memory.sessions.listSessions();
+    return (await memory.sessions.loadSessionMessages(session.sessionId)).map((m) => m.content);
+}"""
+
+
+class _DuckDbWasm:
+    """The server's handling of DuckDB's files: served, its WASM held until released, or
+    its worker's script missing (a WASM that is missing or broken leaves DuckDB-WASM's
+    start unsettled until the start's bound, 120 s: it reports no error)."""
+
+    def __init__(self) -> None:
+        self.mode = "served"
+        self.released = threading.Event()
+
+    def handler(self) -> type:
+        wasm = self
+
+        class Handler(serve.StaticHandler):
+            def do_GET(self) -> None:
+                if "/duckdb/" not in self.path:
+                    return super().do_GET()
+                if wasm.mode == "missing" and self.path.endswith(".worker.js"):
+                    return self.send_error(404)
+                if wasm.mode == "held" and self.path.endswith(".wasm"):
+                    wasm.released.wait(60)
+                return super().do_GET()
+
+        return Handler
+
+
+@pytest.fixture
+def duckdb_wasm(browser, served_root):
+    wasm = _DuckDbWasm()
+    server = serve.start_in_thread(served_root, handler=wasm.handler())
+    profiles = Profiles(browser, f"http://127.0.0.1:{server.server_address[1]}")
+    yield wasm, profiles.open()
+    wasm.released.set()
+    for context in profiles.contexts:
+        context.close()
+    server.shutdown()
+
+
+def test_sessions_answer_while_duckdb_starts_and_the_rest_waits_for_it(duckdb_wasm):
+    wasm, web = duckdb_wasm
+    web.open_harness()
+    web.evaluate(FIRST_OPEN)
+    web.page.reload()
+    wasm.mode = "held"
+    early = web.evaluate(REOPEN)
+    assert early["titles"] == ["kept"]
+    assert early["stored"] == {"x": 1}
+    assert early["profile"] == {"name": "Ada"}
+    assert early["duckdb"] is None and early["duckdbPhase"] is None
+    # Half a second after ready, with DuckDB's WASM still on its way: nothing answered.
+    assert early["state"] == {"messages": "waiting", "write": "waiting", "loaded": "waiting"}
+    wasm.released.set()
+    settled = web.evaluate(SETTLED)
+    assert settled["state"] == {"messages": ["hello"], "write": "after", "loaded": "loaded"}
+    assert settled["messages"] == ["hello", "after"]
+    assert settled["duckdb"].startswith("v1.4")
+    assert 0 < settled["ready"] < settled["loaded"]
+    phases = settled["phases"]
+    assert phases["python"] < phases["duckdb"] <= phases["loaded"]
+
+
+def test_a_duckdb_that_cannot_start_fails_the_calls_that_need_it_not_the_sessions(duckdb_wasm):
+    wasm, web = duckdb_wasm
+    web.open_harness()
+    web.evaluate(FIRST_OPEN)
+    web.page.reload()
+    wasm.mode = "missing"
+    early = web.evaluate(REOPEN)
+    assert early["titles"] == ["kept"] and early["stored"] == {"x": 1}
+    failed = web.evaluate("async () => { await Promise.all(window.waiting); return state; }")
+    for outcome in failed.values():
+        assert outcome.startswith("SqlEngineStoppedError: DuckDB's worker stopped: "), failed
+    # The write was never made: with DuckDB back, a reopened system has what was acknowledged.
+    wasm.mode = "served"
+    web.page.reload()
+    assert web.evaluate(REOPENED) == ["hello"]

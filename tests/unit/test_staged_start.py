@@ -1,0 +1,137 @@
+"""Start-up in two stages (``MemorySystem.start``): the sessions are read from the durable
+store first, and the methods marked ``before_load`` answer while DuckDB is still being
+filled; every other method waits for that, and fails with its error if it fails. DuckDB
+here is the real one, its statements held back until the test lets them run."""
+
+import asyncio
+
+import duckdb
+import pytest
+
+from airi_memory.api_methods import BEFORE_LOAD
+from airi_memory.native.host import InMemory, open_native_system
+from airi_memory.native.sql import NativeDuckDb
+
+QUIET = {"userId": "u", "retention": {"enabled": False}}
+
+# Arguments for every method that answers before the load, and the error name expected
+# (None: it succeeds). The test fails if the table and BEFORE_LOAD part ways.
+EARLY_CALLS: dict[str, tuple[list, str | None]] = {
+    "info": ([], None),
+    "ping": ([], None),
+    "schemas": ([], None),
+    "storage.setItem": (["local:app:1", {"x": 1}], None),
+    "storage.setItemRaw": (["local:app:2", "raw"], None),
+    "storage.setItems": ([[{"key": "local:app:3", "value": 3}]], None),
+    "storage.getItem": (["local:app:1"], None),
+    "storage.getItemRaw": (["local:app:2"], None),
+    "storage.getItems": ([["local:app:1"]], None),
+    "storage.hasItem": (["local:app:1"], None),
+    "storage.getKeys": (["local:app"], None),
+    "storage.removeItem": (["local:app:3"], None),
+    "storage.clear": (["local:app"], None),
+    "storage.getMounts": ([], None),
+    "sessions.getSession": (["missing"], None),
+    "sessions.listSessions": ([], None),
+    "sessions.getAllSessions": ([], None),
+    "sessions.getActiveSessionId": ([], None),
+    "context.ingestContext": ([{"sourceType": "t", "sourceId": "i", "content": {"a": 1}}], None),
+    "context.getContextsSnapshot": ([], None),
+    "context.getContexts": ([], None),
+    "context.removeContext": (["t"], None),
+    "context.clearContexts": ([], None),
+    "context.registerProvider": (["weather"], "InvalidValueError"),  # no app functions here
+    "context.unregisterProvider": (["weather"], None),
+    "context.setUserProfile": ([{"name": "Ada"}], None),
+    "context.getUserProfile": ([], None),
+    "context.setModuleState": (["mood", {"level": 1}], None),
+    "countTokens": ([["hello there"]], None),
+    "tokenStats": ([], None),
+}
+
+
+@pytest.fixture
+async def stored():
+    """A store holding one session with one message, and its id."""
+    place = InMemory()
+    first = await open_native_system(place, QUIET)
+    sid = (await first.sessions.create_session({"title": "kept"}))["sessionId"]
+    await first.sessions.add_message(sid, {"role": "user", "content": "hello"})
+    await first.close()
+    return place, sid
+
+
+@pytest.fixture
+def held_sql(monkeypatch):
+    """DuckDB's statements wait until the event is set (as DuckDB-WASM's start makes them)."""
+    gate = asyncio.Event()
+    execute = NativeDuckDb.execute
+
+    async def held(self, *args):
+        await gate.wait()
+        return await execute(self, *args)
+
+    monkeypatch.setattr(NativeDuckDb, "execute", held)
+    return gate
+
+
+async def test_sessions_and_early_methods_answer_before_the_load_and_the_rest_wait(
+    stored, held_sql
+):
+    place, sid = stored
+    system = await open_native_system(place, QUIET, wait_for_load=False)
+    assert set(EARLY_CALLS) | {"close"} == BEFORE_LOAD
+    try:
+        listed = await system.dispatch("sessions.listSessions", [])
+        assert [s["title"] for s in listed["value"]] == ["kept"]
+        assert (await system.dispatch("sessions.getSession", [sid]))["value"]["title"] == "kept"
+        for method, (args, error) in EARLY_CALLS.items():
+            reply = await asyncio.wait_for(system.dispatch(method, args), 5)
+            assert reply["ok"] is (error is None), (method, reply)
+            assert error is None or reply["error"]["name"] == error, (method, reply)
+        assert (await system.dispatch("info", []))["value"]["versions"]["duckdb"] is None
+        messages = asyncio.ensure_future(system.dispatch("sessions.loadSessionMessages", [sid]))
+        write = asyncio.ensure_future(
+            system.dispatch("sessions.addMessage", [sid, {"role": "user", "content": "after"}])
+        )
+        await asyncio.sleep(0.1)
+        assert not messages.done() and not write.done()
+        held_sql.set()
+        assert [m["content"] for m in (await messages)["value"]] == ["hello"]
+        assert (await write)["value"]["content"] == "after"
+        info = await system.loaded()
+        assert info["versions"]["duckdb"] == duckdb.__version__
+        reread = await system.dispatch("sessions.loadSessionMessages", [sid])
+        assert [m["content"] for m in reread["value"]] == ["hello", "after"]
+    finally:
+        held_sql.set()
+        await system.close()
+
+
+async def test_a_load_that_fails_fails_the_waiting_calls_not_the_sessions(stored, monkeypatch):
+    place, sid = stored
+
+    async def broken(self, *args):
+        raise RuntimeError("DuckDB is not there")
+
+    monkeypatch.setattr(NativeDuckDb, "execute", broken)
+    system = await open_native_system(place, QUIET, wait_for_load=False)
+    try:
+        messages = await system.dispatch("sessions.loadSessionMessages", [sid])
+        assert messages["ok"] is False
+        assert messages["error"] == {
+            "name": "RuntimeError", "message": "DuckDB is not there", "detail": messages["error"]["detail"],
+        }  # fmt: skip
+        with pytest.raises(RuntimeError, match="DuckDB is not there"):
+            await system.loaded()
+        listed = await system.dispatch("sessions.listSessions", [])
+        assert [s["title"] for s in listed["value"]] == ["kept"]
+    finally:
+        await system.close()
+
+
+async def test_closing_during_the_load_ends_it(stored, held_sql):
+    place, _ = stored
+    system = await open_native_system(place, QUIET, wait_for_load=False)
+    await asyncio.wait_for(system.close(), 5)  # the held load does not hold the close
+    assert system._loading is not None and system._loading.cancelled()
