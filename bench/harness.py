@@ -17,10 +17,14 @@ serve = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(serve)
 # page.evaluate(BOOT) boots the defaults; page.evaluate(BOOT, {...}) adds or overrides
 # options (Playwright passes None as null, and spreading null adds nothing).
+# It returns once start-up has loaded everything (``loaded``), so what is measured next
+# does not wait on start-up's work behind ready.
 BOOT = """async (options) => {
     const { createMemorySystem } = await import('/airi-memory.mjs');
     window.memory = await createMemorySystem({ userId: 'bench', diagnostics: true, ...options });
-    return { ready: memory.ready, phases: memory.bootPhases };
+    const ready = memory.ready;
+    await memory.whenLoaded;
+    return { ready, loaded: memory.loaded, phases: memory.bootPhases };
 }"""
 
 

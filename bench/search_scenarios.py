@@ -55,6 +55,7 @@ def corpus(sessions: int, per_session: int, seed: int = 11) -> list[list[str]]:
 BOOT = """async (options) => {
     const { createMemorySystem } = await import('/airi-memory.mjs');
     window.memory = await createMemorySystem({ userId: 'bench', retention: { enabled: false }, diagnostics: true, ...options });
+    window.readyAt = performance.now();
     return memory.ready;
 }"""
 
@@ -178,7 +179,8 @@ TABLES_MB = """async () => (await memory.query(
 VECTORS_LOADED = """async () => {
     for (let waited = 0; waited < 300000; waited += 50) {
         const status = await memory.embeddingsStatus();
-        if (status.state !== 'starting' && status.state !== 'loading') return status;
+        const sinceReadyMs = performance.now() - readyAt; // the load behind ready included
+        if (status.state !== 'starting' && status.state !== 'loading') return { ...status, sinceReadyMs };
         await new Promise((resolve) => setTimeout(resolve, 50));
     }
     throw new Error('stored vectors did not load within 5 minutes');
@@ -240,7 +242,8 @@ def run(browser, base_url: str) -> list[dict]:
         summarise("  ... and the model loaded", [loaded], "MB"),
         summarise("  reopened: 100k messages + vectors loaded back", [reopened], "MB"),
         summarise("start-up at 100k: ready", [started]),
-        summarise("  ... and 100k vectors loaded (then searchable)", [status["loadMs"]]),
+        summarise("  ... and 100k vectors searchable, after ready", [status["sinceReadyMs"]]),
+        summarise("    of which loading the vectors", [status["loadMs"]]),
     ]
     return rows + run_embedding(browser, base_url)
 

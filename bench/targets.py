@@ -41,7 +41,7 @@ TARGETS = [
            ("  Orama hybrid top-10",), at_most=0.8),
     Target("page memory, 100k messages + vectors", "  reopened: 100k messages + vectors loaded back",
            ("  renderer memory Orama adds", "  booted, empty store"), at_most=0.6),
-    Target("vectors searchable after a reopen at 100k", "  ... and 100k vectors loaded (then searchable)",
+    Target("vectors searchable after a reopen at 100k", "  ... and 100k vectors searchable, after ready",
            (), limit_ms=1000),
     Target("background embedding vs the model alone", "background embedding, 320 messages",
            ("  the model alone in its worker, 320 messages",), at_least=0.95),

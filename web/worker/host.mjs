@@ -18,7 +18,7 @@ import { createVectorScan } from "./vector-scan.mjs";
 export { setOnline } from "./network.mjs"; // the worker passes on what the page says
 import { createTokenCounter } from "./tokens.mjs";
 
-export function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeouts = {}, startSqlWhen }) {
+export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeouts = {}, startSqlWhen }) {
   const sql = openDuckDb(runtimeUrl, { callTimeoutMs: positive(timeouts.sqlMs), startWhen: startSqlWhen });
   return {
     idb: { open: openStore, failNextCommits },

@@ -128,7 +128,7 @@ async function boot(options, withTestHooks, withSnapshot) {
   const startSqlWhen = new Promise((resolve) => {
     compiled = resolve;
   });
-  host = createBrowserHost({ runtimeUrl, onEvent: postEvent, timeouts: options?.timeouts ?? {}, startSqlWhen });
+  host = await createBrowserHost({ runtimeUrl, onEvent: postEvent, timeouts: options?.timeouts ?? {}, startSqlWhen });
   host.sql.started.then(() => ended("duckdb"), () => {}); // its failure is the load's
   const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
   const outcome = { startupSnapshot: "off" };
