@@ -210,7 +210,11 @@ function mergeFromRange(s, patches) {
 /** Patches grouped by key, each key's in the order given. */
 function patchesByKey(patches) {
   const grouped = new Map();
-  for (const [key, patch] of patches) grouped.set(key, [...(grouped.get(key) ?? []), patch]);
+  for (const [key, patch] of patches) {
+    const keyPatches = grouped.get(key);
+    if (keyPatches) keyPatches.push(patch);
+    else grouped.set(key, [patch]);
+  }
   return grouped;
 }
 
