@@ -131,27 +131,13 @@ class MemorySystem:
         publish: Callable[[int], None] | None = None,
         ports: HostPorts | None = None,
         sleep: Sleep = asyncio.sleep,
+        wait_for_load: bool = True,
     ) -> "MemorySystem":
-        """A system fully loaded: ``start``, then ``loaded``."""
-        system = await cls.start(storage, sql, raw_options, clock, publish, ports, sleep)
-        await system.loaded()
-        return system
-
-    @classmethod
-    async def start(
-        cls,
-        storage: Storage,
-        sql: SqlEngine,
-        raw_options: object,
-        clock: Callable[[], int] = now_ms,
-        publish: Callable[[int], None] | None = None,
-        ports: HostPorts | None = None,
-        sleep: Sleep = asyncio.sleep,
-    ) -> "MemorySystem":
-        """A system that answers the methods marked ``before_load`` (sessions' metadata,
-        the app's storage, context) once the sessions are read, without SQL; the rest of
-        start-up (the DuckDB mirror, embeddings, summaries, sync, retention) runs in the
-        background, and every other method waits for it (``loaded``)."""
+        """A system fully loaded, or (without ``wait_for_load``) one that answers the
+        methods marked ``before_load`` (sessions' metadata, the app's storage, context) as
+        soon as the sessions are read, without SQL, while the rest of start-up (the DuckDB
+        mirror, embeddings, summaries, sync, retention) runs in the background; every other
+        method waits for it (``loaded``)."""
         options = parse_options(raw_options)
         ports = ports or HostPorts()
         terms = ports.term_index()
@@ -165,6 +151,8 @@ class MemorySystem:
         )
         system = cls(storage, sql, options, sessions, ports, terms, sleep)
         system._loading = asyncio.ensure_future(system._load())
+        if wait_for_load:
+            await system.loaded()
         return system
 
     async def _load(self) -> None:
@@ -182,7 +170,7 @@ class MemorySystem:
 
     async def loaded(self) -> dict[str, Any]:
         """``info()`` once start-up is done; its error if it failed (DuckDB did not start)."""
-        assert self._loading is not None, "a system is opened by start() or open()"
+        assert self._loading is not None, "a system is made by open()"
         await asyncio.shield(self._loading)
         return await self.info()
 

@@ -89,8 +89,9 @@ class Method:
     # The facade's own parameters differ (it takes the app's functions): its TypeScript
     # signature is written by hand in web/airi-memory.handwritten.d.ts.
     declared_by_hand: bool = False
-    # Answered while start-up still fills DuckDB: it needs only the sessions' metadata,
-    # the app's storage or the context (``MemorySystem.start``). The rest wait for it.
+    # Answered while start-up still fills DuckDB (``MemorySystem.open`` without
+    # ``wait_for_load``): it needs only the sessions' metadata, the app's storage or the
+    # context. The rest wait for it.
     before_load: bool = False
 
 

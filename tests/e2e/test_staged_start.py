@@ -101,13 +101,20 @@ def duckdb_wasm(browser, served_root):
     server.shutdown()
 
 
-def test_sessions_answer_while_duckdb_starts_and_the_rest_waits_for_it(duckdb_wasm):
+def reopened_with(duckdb_wasm, mode: str) -> dict:
+    """A store of one session and message, reopened with DuckDB's files ``mode``: what
+    answered within half a second of ready."""
     wasm, web = duckdb_wasm
     web.open_harness()
     web.evaluate(FIRST_OPEN)
     web.page.reload()
-    wasm.mode = "held"
-    early = web.evaluate(REOPEN)
+    wasm.mode = mode
+    return web.evaluate(REOPEN)
+
+
+def test_sessions_answer_while_duckdb_starts_and_the_rest_waits_for_it(duckdb_wasm):
+    wasm, web = duckdb_wasm
+    early = reopened_with(duckdb_wasm, "held")
     assert early["titles"] == ["kept"]
     assert early["stored"] == {"x": 1}
     assert early["profile"] == {"name": "Ada"}
@@ -126,11 +133,7 @@ def test_sessions_answer_while_duckdb_starts_and_the_rest_waits_for_it(duckdb_wa
 
 def test_a_duckdb_that_cannot_start_fails_the_calls_that_need_it_not_the_sessions(duckdb_wasm):
     wasm, web = duckdb_wasm
-    web.open_harness()
-    web.evaluate(FIRST_OPEN)
-    web.page.reload()
-    wasm.mode = "missing"
-    early = web.evaluate(REOPEN)
+    early = reopened_with(duckdb_wasm, "missing")
     assert early["titles"] == ["kept"] and early["stored"] == {"x": 1}
     failed = web.evaluate("async () => { await Promise.all(window.waiting); return state; }")
     for outcome in failed.values():

@@ -1,6 +1,6 @@
-"""Start-up in two stages (``MemorySystem.start``): the sessions are read from the durable
-store first, and the methods marked ``before_load`` answer while DuckDB is still being
-filled; every other method waits for that, and fails with its error if it fails. DuckDB
+"""Start-up in two stages (``MemorySystem.open`` without ``wait_for_load``): the sessions
+are read from the durable store first, and the methods marked ``before_load`` answer
+while DuckDB is still being filled; every other method waits for that, and fails with its error if it fails. DuckDB
 here is the real one, its statements held back until the test lets them run."""
 
 import asyncio

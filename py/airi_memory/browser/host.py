@@ -70,7 +70,7 @@ async def open_browser_system(
     JS ``host``'s IndexedDB, DuckDB-WASM, gpt-tokenizer, fetch and (with
     ``local_model``) embedding model. ``clock`` and ``sleep`` are the system's time.
     Without ``wait_for_load`` the system is returned once the sessions are read
-    (``MemorySystem.start``), and loads the rest in the background."""
+    (``MemorySystem.open``), and loads the rest in the background."""
     durability = parse_options(raw_options).durability
     storage = Storage(MemoryDriver())
     database = IndexedDbDriver(host.idb, durability=durability)  # both mounts: one database
@@ -90,9 +90,15 @@ async def open_browser_system(
         term_index=js_term_index(host.termIndex),
     )
     sql = WasmDuckDb(host.sql)
-    opening = MemorySystem.open if wait_for_load else MemorySystem.start
-    return await opening(
-        storage, sql, raw_options, clock=clock, publish=publish, ports=ports, sleep=sleep
+    return await MemorySystem.open(
+        storage,
+        sql,
+        raw_options,
+        clock=clock,
+        publish=publish,
+        ports=ports,
+        sleep=sleep,
+        wait_for_load=wait_for_load,
     )
 
 

@@ -42,7 +42,7 @@ async def open_native_system(
     """Files under a folder ``place`` stand in for IndexedDB; ``None`` keeps everything in
     memory for this system only. ``clock`` and ``sleep`` are the system's time (tests pass
     a hand-moved one); ``http`` reaches providers (urllib unless given). Without
-    ``wait_for_load``, returned once the sessions are read (``MemorySystem.start``)."""
+    ``wait_for_load``, returned once the sessions are read (``MemorySystem.open``)."""
     storage = Storage(MemoryDriver())
     # One store for both mounts, as IndexedDB is in the browser: a write and its sync
     # operation commit together. Files: <place>/airi-local/... and <place>/airi-sync-queue/...
@@ -50,7 +50,12 @@ async def open_native_system(
     storage.mount(LOCAL_MOUNT, PrefixedDriver(store, LOCAL_BASE))
     storage.mount(OUTBOX_MOUNT, PrefixedDriver(store, OUTBOX_BASE))
     ports = HostPorts(http=http or UrllibTransport())
-    opening = MemorySystem.open if wait_for_load else MemorySystem.start
-    return await opening(
-        storage, NativeDuckDb(), dict(options or {}), clock=clock, sleep=sleep, ports=ports
+    return await MemorySystem.open(
+        storage,
+        NativeDuckDb(),
+        dict(options or {}),
+        clock=clock,
+        sleep=sleep,
+        ports=ports,
+        wait_for_load=wait_for_load,
     )

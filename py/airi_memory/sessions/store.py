@@ -143,21 +143,6 @@ class SessionStore:
         self.apply_remote = self.remote_writes.apply
 
     @classmethod
-    async def open(
-        cls,
-        storage: Storage,
-        mirror: SessionMirror,
-        user_id: str,
-        cache_config: CacheConfig | None = None,
-        clock: Callable[[], int] = now_ms,
-        publish: Callable[[int], None] | None = None,
-    ) -> "SessionStore":
-        """A store with both stages of start-up done (``read`` then ``load``)."""
-        store = await cls.read(storage, mirror, user_id, cache_config, clock, publish)
-        await store.load()
-        return store
-
-    @classmethod
     async def read(
         cls,
         storage: Storage,
