@@ -65,9 +65,7 @@ REOPENED = """async () => {
 
 
 class _DuckDbWasm:
-    """The server's handling of DuckDB's files: served, its WASM held until released, or
-    its worker's script missing (a WASM that is missing or broken leaves DuckDB-WASM's
-    start unsettled until the start's bound, 120 s: it reports no error)."""
+    """The server's handling of DuckDB's WASM: served, held until released, or missing."""
 
     def __init__(self) -> None:
         self.mode = "served"
@@ -78,13 +76,25 @@ class _DuckDbWasm:
 
         class Handler(serve.StaticHandler):
             def do_GET(self) -> None:
-                if "/duckdb/" not in self.path:
-                    return super().do_GET()
-                if wasm.mode == "missing" and self.path.endswith(".worker.js"):
-                    return self.send_error(404)
-                if wasm.mode == "held" and self.path.endswith(".wasm"):
-                    wasm.released.wait(60)
+                if self.answered_for_duckdb():
+                    return None
                 return super().do_GET()
+
+            def do_HEAD(self) -> None:
+                if self.answered_for_duckdb():
+                    return None
+                return super().do_HEAD()
+
+            def answered_for_duckdb(self) -> bool:
+                """Whether DuckDB's WASM is missing (answered 404 here); held, until then."""
+                if "/duckdb/" not in self.path or not self.path.endswith(".wasm"):
+                    return False
+                if wasm.mode == "missing":
+                    self.send_error(404)
+                    return True
+                if wasm.mode == "held":
+                    wasm.released.wait(60)
+                return False
 
         return Handler
 
@@ -137,7 +147,10 @@ def test_a_duckdb_that_cannot_start_fails_the_calls_that_need_it_not_the_session
     assert early["titles"] == ["kept"] and early["stored"] == {"x": 1}
     failed = web.evaluate("async () => { await Promise.all(window.waiting); return state; }")
     for outcome in failed.values():
-        assert outcome.startswith("SqlEngineStoppedError: DuckDB's worker stopped: "), failed
+        assert outcome == (
+            "SqlEngineStoppedError: DuckDB's worker stopped: it could not start: its WASM "
+            "could not be fetched (HTTP 404)"
+        ), failed
     # The write was never made: with DuckDB back, a reopened system has what was acknowledged.
     wasm.mode = "served"
     web.page.reload()

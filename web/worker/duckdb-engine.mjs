@@ -83,10 +83,16 @@ export function openDuckDb(runtimeUrl, { callTimeoutMs = DEFAULT_CALL_TIMEOUT_MS
       stop(event.message || "it raised an error it did not catch");
     });
     worker.addEventListener("messageerror", () => stop("a message from it could not be read"));
+    // DuckDB-WASM never settles `instantiate` when its WASM cannot be fetched (its worker
+    // reports nothing): asked here too, a missing file fails the start at once.
+    const fetched = fetch(bundle.mainModule, { method: "HEAD" }).then((response) => {
+      if (!response.ok) throw new Error(`its WASM could not be fetched (HTTP ${response.status})`);
+    });
+    fetched.catch(() => {}); // reported by the start, unless stopped before it
     return bounded(
       "starting DuckDB",
       async () => {
-        await db.instantiate(bundle.mainModule);
+        await Promise.all([fetched, db.instantiate(bundle.mainModule)]);
         const connection = await db.connect();
         // Extensions would be fetched from the network; the core has what we use.
         await connection.query("SET autoinstall_known_extensions=false");
