@@ -56,6 +56,7 @@ BOOT = """async (options) => {
     const { createMemorySystem } = await import('/airi-memory.mjs');
     window.memory = await createMemorySystem({ userId: 'bench', retention: { enabled: false }, diagnostics: true, ...options });
     window.readyAt = performance.now();
+    await memory.whenLoaded; // what is measured next (memory too) is the loaded system's
     return memory.ready;
 }"""
 
