@@ -45,7 +45,7 @@ def test_open_queues_calls_until_ready_and_reports_boot_progress(web):
     assert fractions[0] == 0 and fractions[-1] == 1, fractions
     assert all(a < b for a, b in itertools.pairwise(fractions)), fractions
     assert seen["phases"][0] == "start" and seen["phases"][-1] == "python"
-    # DuckDB starts beside, and ready does not wait for it (test_staged_start.py).
+    # DuckDB starts beside, and ready does not wait for it (test_staged_start_in_browser.py).
     assert set(seen["phases"]) == {"start", "pyodide", "imports", "python"}
     assert seen["events"] == seen["phases"]
 
