@@ -170,9 +170,13 @@ class MemorySystem:
 
     async def loaded(self) -> dict[str, Any]:
         """``info()`` once start-up is done; its error if it failed (DuckDB did not start)."""
-        assert self._loading is not None, "a system is made by open()"
-        await asyncio.shield(self._loading)
+        await self._until_loaded()
         return await self.info()
+
+    async def _until_loaded(self) -> None:
+        """Every call but the ``before_load`` ones passes here: once loaded, at no cost."""
+        assert self._loading is not None, "a system is made by open()"
+        await asyncio.shield(self._loading)  # a done task answers at once
 
     async def dispatch(self, method: str, args: list[Any]) -> dict[str, Any]:
         try:
@@ -182,7 +186,7 @@ class MemorySystem:
             if not isinstance(args, list):
                 raise InvalidValueError(f"arguments of {method!r} must be a list")
             if method not in BEFORE_LOAD:
-                await self.loaded()
+                await self._until_loaded()
             return {"ok": True, "value": await handler(*args)}
         except AiriMemoryError as error:
             return _error_reply(error)

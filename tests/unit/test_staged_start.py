@@ -135,3 +135,26 @@ async def test_closing_during_the_load_ends_it(stored, held_sql):
     system = await open_native_system(place, QUIET, wait_for_load=False)
     await asyncio.wait_for(system.close(), 5)  # the held load does not hold the close
     assert system._loading is not None and system._loading.cancelled()
+
+
+async def test_once_loaded_a_call_does_no_start_up_work(stored):
+    """Waiting for the load costs nothing once it is done: a call used to run ``info()``
+    (a storage read and DuckDB's version) on every dispatch."""
+    place, sid = stored
+    system = await open_native_system(place, QUIET)
+    asked: list[str] = []
+
+    async def counted_info():
+        asked.append("info")
+        return {}
+
+    system.info = counted_info
+    try:
+        for _ in range(3):
+            reply = await system.dispatch("sessions.latestMessages", [sid, 5])
+            assert [m["content"] for m in reply["value"]] == ["hello"]
+        assert asked == []
+        await system.loaded()
+        assert asked == ["info"]
+    finally:
+        await system.close()
