@@ -156,8 +156,9 @@ class MemorySystem:
         return system
 
     async def _load(self) -> None:
-        await self.sessions.load()
+        # The vector index first: it reads its stored vectors while the mirror loads.
         self.embeddings.use(self.options.embeddings)
+        await self.sessions.load()
         if self.ports.emit:  # records found damaged from now on; start-up's are in info()
             emit = self.ports.emit
             self.sessions.on_quarantine = lambda key, reason: emit(

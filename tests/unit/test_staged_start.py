@@ -8,9 +8,11 @@ import asyncio
 import duckdb
 import pytest
 
+from airi_memory.api import HostPorts
 from airi_memory.api_methods import BEFORE_LOAD
 from airi_memory.native.host import InMemory, open_native_system
 from airi_memory.native.sql import NativeDuckDb
+from contract.search_contract import settled
 
 QUIET = {"userId": "u", "retention": {"enabled": False}}
 
@@ -157,4 +159,59 @@ async def test_once_loaded_a_call_does_no_start_up_work(stored):
         await system.loaded()
         assert asked == ["info"]
     finally:
+        await system.close()
+
+
+async def test_stored_vectors_are_read_while_the_mirror_loads(monkeypatch, held_sql):
+    """The vector index starts with the mirror's load: its stored batches are read from
+    storage while DuckDB is still held, and joined to the messages once it is there."""
+    import airi_memory.native.host as native_host
+    from airi_memory.storage import Storage
+    from contract.search_contract import toy_vectors
+
+    async def call_app(name, payload):
+        return toy_vectors(payload["texts"], 48)
+
+    monkeypatch.setattr(
+        native_host, "HostPorts", lambda **ports: HostPorts(**ports, call_app=call_app)
+    )
+    options = {**QUIET, "embeddings": {"provider": "custom", "model": "toy", "dimensions": 48}}
+    place = InMemory()
+    held_sql.set()  # the first system runs freely
+    first = await open_native_system(place, options)
+    sid = (await first.sessions.create_session({}))["sessionId"]
+    for text in ("frogs sing at night", "the garden needs sun", "tea with lemon"):
+        await first.sessions.add_message(sid, {"role": "user", "content": text})
+    assert (await settled(first, indexed=3))["indexed"] == 3
+    await first.close()
+
+    held_sql.clear()
+    read_while_held: list[bool] = []
+    get_all = Storage.get_all_raw_native
+
+    async def watched(self, base):
+        if base.startswith("local:memory:vectors"):
+            read_while_held.append(not held_sql.is_set())
+        return await get_all(self, base)
+
+    monkeypatch.setattr(Storage, "get_all_raw_native", watched)
+    system = await open_native_system(place, options, wait_for_load=False)
+    try:
+        for _ in range(100):
+            if read_while_held:
+                break
+            await asyncio.sleep(0.01)
+        assert read_while_held == [True]
+        assert not system.sessions.mirrored.is_set()
+        held_sql.set()
+        await system.loaded()
+        status = await settled(system, indexed=3)
+        assert (status["indexed"], status["pending"]) == (3, 0)
+        [query] = toy_vectors(["the garden needs sun"], 48)
+        found = await system.searcher.search(
+            {"query": "", "vector": query, "strategy": "semantic", "limit": 1}
+        )
+        assert [hit["message"]["content"] for hit in found["results"]] == ["the garden needs sun"]
+    finally:
+        held_sql.set()
         await system.close()

@@ -90,6 +90,7 @@ async def fill_mirror(
     if read.through is not None:
         try:
             await mirror.create()
+            laps.mark("createTables")  # the first statements: waits for DuckDB's start
             await mirror.load([session_row(m) for m in view.metas.values()], [])
             laps.mark("loadSessions")
             await mirror.restore(read.saved)

@@ -20,6 +20,7 @@ The public methods are the parts' own, bound here under the names the facade
 (``sessions.*`` in api.py) and the other packages call.
 """
 
+import asyncio
 import secrets
 from collections.abc import Callable
 from typing import Any
@@ -69,6 +70,8 @@ class SessionStore:
         }  # fmt: skip
         self.load_timings: dict[str, Any] = {}  # start-up breakdown, in ms
         self._read: SessionsRead | None = None  # start-up's first stage, for its second
+        # Set once ``load`` has filled the mirror: what joins to it at start-up waits here.
+        self.mirrored = asyncio.Event()
         background = Background()
         self.reader = RecordReader(storage, mirror)
         self.view = SessionView(mirror, cache, Sequences(self.writer_id), clock)
@@ -166,6 +169,7 @@ class SessionStore:
             raise RuntimeError("SessionStore.load runs once, after SessionStore.read")
         read, self._read = self._read, None
         await fill_mirror(read, self.reader, self.view, self.catching_up, self.snapshots)
+        self.mirrored.set()
 
     @property
     def quarantined(self) -> dict[str, str]:
