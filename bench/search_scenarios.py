@@ -188,6 +188,9 @@ VECTORS_LOADED = """async () => {
 }"""
 
 
+REOPENS = 3  # reopens of the 100k store: start-up at that size, a median of a few
+
+
 def renderer_memory_mb() -> float:
     """Resident memory of the largest Chromium renderer (the page and all its workers)."""
     largest = 0
@@ -222,12 +225,16 @@ def run(browser, base_url: str) -> list[dict]:
     compact_mb = page.evaluate(TABLES_MB)
     embedding = page.evaluate(QUERY_EMBEDDING, 20)[2:]  # the first loads the model
     loaded = renderer_memory_mb()
-    page.close()  # a new page: what a returning user's tab holds once everything is back
-    page = blank_page(context, base_url)
-    started = page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}})
-    status = page.evaluate(VECTORS_LOADED)
-    assert status["indexed"] == 100_000, status
-    reopened = renderer_memory_mb()
+    started, searchable, vectors_ms = [], [], []
+    for _ in range(REOPENS):  # a new page: what a returning user's tab holds once it is back
+        page.close()
+        page = blank_page(context, base_url)
+        started.append(page.evaluate(BOOT, {"embeddings": {"backgroundIndexing": False}}))
+        status = page.evaluate(VECTORS_LOADED)
+        assert status["indexed"] == 100_000, status
+        searchable.append(status["sinceReadyMs"])
+        vectors_ms.append(status["loadMs"])
+    reopened = renderer_memory_mb()  # the last reopen's
     context.close()
     rows += [
         summarise("keyword (BM25) top-10 at 100k", result["keyword"]),
@@ -242,9 +249,9 @@ def run(browser, base_url: str) -> list[dict]:
         summarise("  100k messages + 100k vectors", [after], "MB"),
         summarise("  ... and the model loaded", [loaded], "MB"),
         summarise("  reopened: 100k messages + vectors loaded back", [reopened], "MB"),
-        summarise("start-up at 100k: ready", [started]),
-        summarise("  ... and 100k vectors searchable, after ready", [status["sinceReadyMs"]]),
-        summarise("    of which loading the vectors", [status["loadMs"]]),
+        summarise("start-up at 100k: ready", started),
+        summarise("  ... and 100k vectors searchable, after ready", searchable),
+        summarise("    of which the vectors' own work", vectors_ms),
     ]
     return rows + run_embedding(browser, base_url)
 
