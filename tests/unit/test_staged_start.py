@@ -12,7 +12,9 @@ from airi_memory.api import HostPorts
 from airi_memory.api_methods import BEFORE_LOAD
 from airi_memory.native.host import InMemory, open_native_system
 from airi_memory.native.sql import NativeDuckDb
-from contract.search_contract import settled
+from airi_memory.search import semantic
+from airi_memory.storage import Storage
+from contract.search_contract import settled, toy_vectors
 
 QUIET = {"userId": "u", "retention": {"enabled": False}}
 
@@ -162,12 +164,14 @@ async def test_once_loaded_a_call_does_no_start_up_work(stored):
         await system.close()
 
 
-async def test_stored_vectors_are_read_while_the_mirror_loads(monkeypatch, held_sql):
-    """The vector index starts with the mirror's load: its stored batches are read from
-    storage while DuckDB is still held, and joined to the messages once it is there."""
+TEXTS = ("frogs sing at night", "the garden needs sun", "tea with lemon")
+
+
+@pytest.fixture
+async def vector_store(monkeypatch):
+    """A store with the toy model's vectors of ``TEXTS``, each in a stored batch of its
+    own; the options that open it with that model."""
     import airi_memory.native.host as native_host
-    from airi_memory.storage import Storage
-    from contract.search_contract import toy_vectors
 
     async def call_app(name, payload):
         return toy_vectors(payload["texts"], 48)
@@ -177,15 +181,19 @@ async def test_stored_vectors_are_read_while_the_mirror_loads(monkeypatch, held_
     )
     options = {**QUIET, "embeddings": {"provider": "custom", "model": "toy", "dimensions": 48}}
     place = InMemory()
-    held_sql.set()  # the first system runs freely
     first = await open_native_system(place, options)
     sid = (await first.sessions.create_session({}))["sessionId"]
-    for text in ("frogs sing at night", "the garden needs sun", "tea with lemon"):
+    for indexed, text in enumerate(TEXTS, 1):
         await first.sessions.add_message(sid, {"role": "user", "content": text})
-    assert (await settled(first, indexed=3))["indexed"] == 3
+        assert (await settled(first, indexed=indexed))["indexed"] == indexed
     await first.close()
+    return place, options
 
-    held_sql.clear()
+
+async def test_stored_vectors_are_read_while_the_mirror_loads(vector_store, monkeypatch, held_sql):
+    """The vector index starts with the mirror's load: its stored batches are read from
+    storage while DuckDB is still held, and joined to the messages once it is there."""
+    place, options = vector_store
     read_while_held: list[bool] = []
     get_all = Storage.get_all_raw_native
 
@@ -214,4 +222,30 @@ async def test_stored_vectors_are_read_while_the_mirror_loads(monkeypatch, held_
         assert [hit["message"]["content"] for hit in found["results"]] == ["the garden needs sun"]
     finally:
         held_sql.set()
+        await system.close()
+
+
+async def test_stored_vectors_are_decoded_a_chunk_at_a_time(vector_store, monkeypatch):
+    """Read early, but decoded only as each chunk is joined: the keys in Python's heap
+    stay bounded by LOAD_CHUNK, however many vectors are stored."""
+    place, options = vector_store
+    steps: list[str] = []
+    decode, insert = semantic.decode_batch, semantic.VectorIndex._insert
+
+    def counted_decode(data):
+        steps.append("decode")
+        return decode(data)
+
+    async def counted_insert(self, chunk):
+        steps.append(f"join {len(chunk.records)}")
+        await insert(self, chunk)
+
+    monkeypatch.setattr(semantic, "LOAD_CHUNK", 1)
+    monkeypatch.setattr(semantic, "decode_batch", counted_decode)
+    monkeypatch.setattr(semantic.VectorIndex, "_insert", counted_insert)
+    system = await open_native_system(place, options)
+    try:
+        assert (await settled(system, indexed=3))["indexed"] == 3
+        assert steps == ["decode", "join 1"] * 3
+    finally:
         await system.close()

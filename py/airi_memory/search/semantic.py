@@ -172,30 +172,28 @@ class VectorIndex:
     async def _load(self) -> None:
         """The vectors stored for this model, back into DuckDB (orphans dropped). Started
         with the mirror's load: the stored batches are read (storage alone) while it runs,
-        and joined to its messages once it is there (``sessions.mirrored``)."""
+        then decoded and joined to its messages once it is there (``sessions.mirrored``)."""
         self.state = "loading"
         started = time.perf_counter()
         dims = self.config.dimensions
         self.scan = await self.new_scan(dims)
-        # Only the keys come into Python's heap (it never gives memory back); the codes
-        # stay views of the stored records, on their way to the scan.
-        stored = [
-            (key, decoded)
-            for key, data in await self.storage.get_all_raw_native(self.prefix)
-            if (decoded := decode_batch(data)).dims == dims
-        ]
+        stored = await self.storage.get_all_raw_native(self.prefix)
         read_ms = (time.perf_counter() - started) * 1000
         await self.sessions.mirrored.wait()
         joined = time.perf_counter()
         await self.sql.execute(VECTORS_SCHEMA)
         await self.sessions.flush()
         chunk = _Chunk()
-        for key, batch in stored:
-            number = self._number()
-            self._stored[number] = (key, len(batch))
-            if batch.hashes is None:
-                self._unverified.add(number)
-            chunk.add(number, batch)
+        # Decoded a chunk at a time: only the keys come into Python's heap (it never gives
+        # memory back); the codes stay views of the stored records, on their way to the scan.
+        for key, data in stored:
+            batch = decode_batch(data)
+            if batch.dims == dims:
+                number = self._number()
+                self._stored[number] = (key, len(batch))
+                if batch.hashes is None:
+                    self._unverified.add(number)
+                chunk.add(number, batch)
             if len(chunk.records) >= LOAD_CHUNK:  # thousands of small batches, few joins
                 await self._insert(chunk)
                 chunk = _Chunk()
