@@ -94,12 +94,13 @@ def blank_page(context, base_url: str):
 
 
 @contextlib.contextmanager
-def fresh_profile(playwright):
+def fresh_profile(browser_type):
     """A browser with a new profile on disk, as a first visit finds it, that keeps what it
     caches as a returning user's does (an incognito-like context keeps no large file: the
-    wasm was fetched and compiled again at every reload)."""
+    wasm was fetched and compiled again at every reload). ``browser_type``: Playwright's
+    ``chromium``."""
     with tempfile.TemporaryDirectory() as folder:
-        context = playwright.chromium.launch_persistent_context(
+        context = browser_type.launch_persistent_context(
             folder, executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS
         )
         try:

@@ -51,7 +51,7 @@ def bench_cold_and_warm(playwright, base_url: str, runs: int) -> list[dict]:
     (empty HTTP and code caches), reloaded in that browser as a returning user's is."""
     starts: dict[str, list[float]] = {}
     for _ in range(runs):
-        with fresh_profile(playwright) as context:
+        with fresh_profile(playwright.chromium) as context:
             page = blank_page(context, base_url)
             starts.setdefault("bare Pyodide: loadPyodide() in a worker, fresh profile", []).append(
                 page.evaluate(BARE_PYODIDE)
@@ -59,7 +59,7 @@ def bench_cold_and_warm(playwright, base_url: str, runs: int) -> list[dict]:
             page.reload()
             starts.setdefault("  bare Pyodide, warm reload", []).append(page.evaluate(BARE_PYODIDE))
         for label, options in (("", None), (", startupSnapshot", {"startupSnapshot": True})):
-            with fresh_profile(playwright) as context:
+            with fresh_profile(playwright.chromium) as context:
                 page = blank_page(context, base_url)
                 result = page.evaluate(BOOT, options)
                 starts.setdefault(f"cold start to ready{label}", []).append(result["ready"])
