@@ -132,3 +132,61 @@ def test_the_worker_is_built_with_the_bundle_it_fetches():
     worker = (runtime / "worker.mjs").read_text()
     assert f'"{bundle.name}"' in worker
     assert f'"sha256-{digest}"' in worker
+
+
+def _runtime_copy(folder: Path) -> Path:
+    """What build/compile_stdlib.mjs reads of a runtime, with Pyodide's own stdlib zip."""
+    runtime = ROOT / "dist" / "runtime"
+    folder.mkdir()
+    names = [*build_dist.PYODIDE_CORE_FILES, "pyodide-lock.json"]
+    for path in [*(runtime / name for name in names), *runtime.glob("*.whl")]:
+        shutil.copy(path, folder / path.name)
+    shutil.copy(ROOT / "node_modules" / "pyodide" / "python_stdlib.zip", folder)
+    return folder
+
+
+def test_the_stdlib_gets_bytecode_for_what_a_start_imports_the_same_every_time(tmp_path):
+    """Pyodide's stdlib zip keeps every entry as it was, and gains an unchecked-hash .pyc
+    beside the source of each module a start imports; two builds give the same bytes,
+    and the shipped zip is that build's."""
+    stock = ROOT / "node_modules" / "pyodide" / "python_stdlib.zip"
+    built = []
+    for name in ("one", "two"):
+        runtime = _runtime_copy(tmp_path / name)
+        build_dist.compile_stdlib(runtime)
+        built.append((runtime / "python_stdlib.zip").read_bytes())
+    assert built[0] == built[1]
+    assert (ROOT / "dist" / "runtime" / "python_stdlib.zip").read_bytes() == built[0]
+    with zipfile.ZipFile(stock) as before, zipfile.ZipFile(tmp_path / "one" / "python_stdlib.zip") as after:
+        original = {info.filename: before.read(info) for info in before.infolist()}
+        names = set(after.namelist())
+        assert {name: after.read(name) for name in original} == original
+        added = names - set(original)
+        header = after.read("ipaddress.pyc")[:16]
+    assert {"asyncio/base_events.pyc", "typing.pyc", "ipaddress.pyc", "zoneinfo/_tzpath.pyc"} <= added
+    assert all(name.endswith(".pyc") and name[:-1] in original for name in added)
+    assert int.from_bytes(header[4:8], "little") == 0b01  # checked against nothing
+
+
+def test_a_start_compiles_no_stdlib_module_from_source():
+    """A Pyodide of the shipped runtime (under Node) that imports what the worker imports
+    loads every standard-library module from bytecode: none is compiled at start-up."""
+    runtime = ROOT / "dist" / "runtime"
+    script = """
+        import { loadPyodide } from 'pyodide';
+        const runtime = process.argv[1];
+        const pyodide = await loadPyodide({ indexURL: runtime, lockFileURL: `${runtime}/pyodide-lock.json`,
+                                            packages: ['airi-memory'] });
+        console.log(pyodide.runPython(`import json, sys
+import airi_memory.browser.host
+zip = "/lib/python%d%d.zip/" % sys.version_info[:2]
+files = [getattr(getattr(m, "__spec__", None), "origin", None) or "" for m in list(sys.modules.values())]
+json.dumps(sorted(f[len(zip):] for f in files if f.startswith(zip)))`));
+    """
+    loaded = subprocess.run(
+        ["node", "--input-type=module", "-e", script, f"{runtime}/"],
+        check=True, capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    files = json.loads(loaded.stdout.strip().splitlines()[-1])
+    assert "asyncio/base_events.pyc" in files and len(files) > 100
+    assert [name for name in files if not name.endswith(".pyc")] == []

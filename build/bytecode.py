@@ -1,11 +1,15 @@
-"""A wheel with its Python sources replaced by bytecode, as Pyodide ships its own packages:
-run inside Pyodide (build/compile_wheels.mjs), so the bytecode is the runtime's own
-Python's, and the browser never compiles our modules or pydantic's at start-up.
+"""Bytecode made at build time, run inside Pyodide under Node (build/compile_wheels.mjs,
+build/compile_stdlib.mjs), so it is the runtime's own Python's and the browser compiles
+none of it at start-up.
 
-Each ``x.py`` becomes ``x.pyc`` beside it (a sourceless module), checked against nothing
-(``UNCHECKED_HASH``: the file never changes once installed), and RECORD is written again.
-The output is byte-identical for the same input: fixed zip dates, no timestamps in the
-bytecode.
+A wheel has its sources replaced (``compile_wheel``), as Pyodide ships its own packages:
+each ``x.py`` becomes ``x.pyc`` beside it (a sourceless module) and RECORD is written
+again. Pyodide's standard library zip keeps its sources (tracebacks show their lines) and
+gets a ``.pyc`` beside each module a start imports (``add_stdlib_bytecode``): it ships
+sources only, so every start compiled asyncio, typing, pydantic's ipaddress and the rest
+again. The bytecode is checked against nothing (``UNCHECKED_HASH``: the files never
+change once built), and the output is byte-identical for the same input: fixed zip dates,
+no timestamps in the bytecode.
 """
 
 import base64
@@ -67,3 +71,23 @@ def compile_wheel(source: str, target: str) -> int:
             info.external_attr = 0o644 << 16
             out.writestr(info, data)
     return compiled
+
+
+def add_stdlib_bytecode(source: str, target: str, modules: list[str]) -> int:
+    """``source`` zip to ``target`` with bytecode beside each of ``modules`` (paths of
+    sources inside the zip); returns how many were compiled. zipimport looks for
+    ``x.pyc`` before ``x.py``."""
+    missing = set(modules)
+    with zipfile.ZipFile(source) as stdlib, zipfile.ZipFile(target, "w") as out:
+        for info in stdlib.infolist():
+            data = stdlib.read(info)
+            out.writestr(info, data)
+            if info.filename in missing:
+                missing.discard(info.filename)
+                bytecode = zipfile.ZipInfo(info.filename + "c", FIXED_DATE)
+                bytecode.compress_type = zipfile.ZIP_DEFLATED
+                bytecode.external_attr = 0o644 << 16
+                out.writestr(bytecode, _bytecode(info.filename, data))
+    if missing:
+        raise ValueError(f"not in {source}: {sorted(missing)}")
+    return len(set(modules))
