@@ -1,6 +1,6 @@
 // The worker that hosts Pyodide, so the page never freezes. It boots Python with our
-// packages and the browser host (IndexedDB; DuckDB-WASM, started once Pyodide's own WASM
-// is compiled), is ready once Python has read the sessions, then forwards each facade
+// packages and the browser host (IndexedDB; DuckDB-WASM, started once our modules are
+// imported), is ready once Python has read the sessions, then forwards each facade
 // call to the Python core and posts back plain JS values. Calls that need the history
 // in DuckDB wait in Python until start-up has loaded it ("loaded").
 import { createBrowserHost, setOnline } from "./host.mjs";
@@ -61,7 +61,7 @@ async function readSnapshot() {
 /** Pyodide with our packages, restored from the start-up snapshot when asked (Pyodide's
  *  private `_loadSnapshot`): if that fails, booted as usual, and `outcome` says why. The
  *  packages' bundle is fetched beside the runtime's start and written before Python runs. */
-async function startPython(loadPyodide, withSnapshot, timed, outcome, onCompiled) {
+async function startPython(loadPyodide, withSnapshot, timed, outcome) {
   const { file, integrity } = SITE_PACKAGES;
   const files = fetch(`${runtimeUrl}${file}`, { integrity }).then(readSitePackages); // checked by the browser
   files.catch(() => {}); // reported below, once Pyodide is up
@@ -71,7 +71,6 @@ async function startPython(loadPyodide, withSnapshot, timed, outcome, onCompiled
     lockFileURL: `${runtimeUrl}pyodide-lock.json`,
     fullStdLib: false,
     fsInit: async (FS, { sitePackages }) => {
-      onCompiled(); // Pyodide's WASM is compiled: DuckDB's compile no longer competes
       unwritten = null; // this start's outcome only
       try {
         await writeSitePackages(FS, sitePackages, await files, { preload: !snapshot });
@@ -124,18 +123,23 @@ async function boot(options, withTestHooks, withSnapshot) {
       return value;
     });
   progress("start");
-  let compiled;
+  // DuckDB's 34 MB of wasm compile once our modules are imported, not beside the imports:
+  // on two cores they slowed each other (ready 1.78 -> 1.63 s, loaded 2.57 -> 2.49 s when
+  // it moved here from Pyodide's own compile, in the same bench run).
+  let imported;
   const startSqlWhen = new Promise((resolve) => {
-    compiled = resolve;
+    imported = resolve;
   });
   host = await createBrowserHost({ runtimeUrl, onEvent: postEvent, timeouts: options?.timeouts ?? {}, startSqlWhen });
   host.sql.started.then(() => ended("duckdb"), () => {}); // its failure is the load's
   const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
   const outcome = { startupSnapshot: "off" };
-  const python = timed("pyodide", startPython(loadPyodide, withSnapshot === true, timed, outcome, compiled)).then(
+  const python = timed("pyodide", startPython(loadPyodide, withSnapshot === true, timed, outcome)).then(
     (loaded) => {
       pyodide = loaded;
-      return timed("imports", Promise.resolve(loaded.pyimport("airi_memory.browser.host")));
+      const browserHost = loaded.pyimport("airi_memory.browser.host");
+      imported();
+      return timed("imports", Promise.resolve(browserHost));
     },
   );
   // Tabs of one origin hint each other that the journal moved; each then catches up from
