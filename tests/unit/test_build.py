@@ -157,13 +157,21 @@ def test_the_stdlib_gets_bytecode_for_what_a_start_imports_the_same_every_time(t
         built.append((runtime / "python_stdlib.zip").read_bytes())
     assert built[0] == built[1]
     assert (ROOT / "dist" / "runtime" / "python_stdlib.zip").read_bytes() == built[0]
-    with zipfile.ZipFile(stock) as before, zipfile.ZipFile(tmp_path / "one" / "python_stdlib.zip") as after:
+    with (
+        zipfile.ZipFile(stock) as before,
+        zipfile.ZipFile(tmp_path / "one" / "python_stdlib.zip") as after,
+    ):
         original = {info.filename: before.read(info) for info in before.infolist()}
         names = set(after.namelist())
         assert {name: after.read(name) for name in original} == original
         added = names - set(original)
         header = after.read("ipaddress.pyc")[:16]
-    assert {"asyncio/base_events.pyc", "typing.pyc", "ipaddress.pyc", "zoneinfo/_tzpath.pyc"} <= added
+    assert {
+        "asyncio/base_events.pyc",
+        "typing.pyc",
+        "ipaddress.pyc",
+        "zoneinfo/_tzpath.pyc",
+    } <= added
     assert all(name.endswith(".pyc") and name[:-1] in original for name in added)
     assert int.from_bytes(header[4:8], "little") == 0b01  # checked against nothing
 
