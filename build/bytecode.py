@@ -73,10 +73,11 @@ def compile_wheel(source: str, target: str) -> int:
     return compiled
 
 
-def add_stdlib_bytecode(source: str, target: str, modules: list[str]) -> int:
+def add_stdlib_bytecode(source: str, target: str, modules: list[str], mounted_at: str) -> int:
     """``source`` zip to ``target`` with bytecode beside each of ``modules`` (paths of
     sources inside the zip); returns how many were compiled. zipimport looks for
-    ``x.pyc`` before ``x.py``."""
+    ``x.pyc`` before ``x.py``. ``mounted_at``: where Python finds the zip, so the code
+    names its files as it would had it compiled them at start-up."""
     missing = set(modules)
     with zipfile.ZipFile(source) as stdlib, zipfile.ZipFile(target, "w") as out:
         for info in stdlib.infolist():
@@ -87,7 +88,7 @@ def add_stdlib_bytecode(source: str, target: str, modules: list[str]) -> int:
                 bytecode = zipfile.ZipInfo(info.filename + "c", FIXED_DATE)
                 bytecode.compress_type = zipfile.ZIP_DEFLATED
                 bytecode.external_attr = 0o644 << 16
-                out.writestr(bytecode, _bytecode(info.filename, data))
+                out.writestr(bytecode, _bytecode(mounted_at + info.filename, data))
     if missing:
         raise ValueError(f"not in {source}: {sorted(missing)}")
     return len(set(modules))

@@ -12,17 +12,22 @@ const pyodide = await loadPyodide({
   lockFileURL: `${runtime}/pyodide-lock.json`,
   packages: ["airi-memory"],
 });
+const stdlib = pyodide.runPython(`import sys\n"/lib/python%d%d.zip/" % sys.version_info[:2]`);
 const modules = pyodide
   .runPython(
     `import json, sys
 import airi_memory.browser.host
-stdlib = "/lib/python%d%d.zip/" % sys.version_info[:2]
 origins = (getattr(getattr(m, "__spec__", None), "origin", None) or "" for m in list(sys.modules.values()))
-json.dumps(sorted({o[len(stdlib):] for o in origins if o.startswith(stdlib) and o.endswith(".py")}))`,
+json.dumps(sorted({o[len("${stdlib}"):] for o in origins if o.startswith("${stdlib}") and o.endswith(".py")}))`,
   )
   .toString();
 pyodide.runPython(readFileSync(new URL("./bytecode.py", import.meta.url), "utf8"));
 pyodide.FS.writeFile("/tmp/stdlib.zip", readFileSync(zipPath));
-const compiled = pyodide.globals.get("add_stdlib_bytecode")("/tmp/stdlib.zip", "/tmp/compiled.zip", JSON.parse(modules));
+const compiled = pyodide.globals.get("add_stdlib_bytecode")(
+  "/tmp/stdlib.zip",
+  "/tmp/compiled.zip",
+  JSON.parse(modules),
+  stdlib,
+);
 writeFileSync(zipPath, pyodide.FS.readFile("/tmp/compiled.zip"));
 console.log(`compiled ${compiled} standard library modules: ${zipPath}`);

@@ -189,12 +189,16 @@ def test_a_start_compiles_no_stdlib_module_from_source():
 import airi_memory.browser.host
 zip = "/lib/python%d%d.zip/" % sys.version_info[:2]
 files = [getattr(getattr(m, "__spec__", None), "origin", None) or "" for m in list(sys.modules.values())]
-json.dumps(sorted(f[len(zip):] for f in files if f.startswith(zip)))`));
+import asyncio.base_events as loop
+print(json.dumps(sorted(f[len(zip):] for f in files if f.startswith(zip))))
+loop.BaseEventLoop.run_forever.__code__.co_filename`));
     """
     loaded = subprocess.run(
         ["node", "--input-type=module", "-e", script, f"{runtime}/"],
         check=True, capture_output=True, text=True, cwd=ROOT,
     )  # fmt: skip
-    files = json.loads(loaded.stdout.strip().splitlines()[-1])
+    *_, listed, named = loaded.stdout.strip().splitlines()
+    files = json.loads(listed)
     assert "asyncio/base_events.pyc" in files and len(files) > 100
     assert [name for name in files if not name.endswith(".pyc")] == []
+    assert named == "/lib/python314.zip/asyncio/base_events.py"  # as a start would name it
