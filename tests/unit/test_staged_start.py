@@ -13,6 +13,8 @@ from airi_memory.api_methods import BEFORE_LOAD
 from airi_memory.native.host import InMemory, open_native_system
 from airi_memory.native.sql import NativeDuckDb
 from airi_memory.search import semantic
+from airi_memory.sessions import restore
+from airi_memory.sessions.reader import RecordReader
 from airi_memory.storage import Storage
 from contract.search_contract import settled, toy_vectors
 
@@ -192,24 +194,32 @@ async def vector_store(monkeypatch):
 
 async def test_stored_vectors_are_read_while_the_mirror_loads(vector_store, monkeypatch, held_sql):
     """The vector index starts with the mirror's load: its stored batches are read from
-    storage while DuckDB is still held, and joined to the messages once it is there."""
+    storage and decoded while DuckDB is still held, and joined to the messages once it is
+    there."""
     place, options = vector_store
     read_while_held: list[bool] = []
-    get_all = Storage.get_all_raw_native
+    decoded_while_held: list[bool] = []
+    get_all, decode = Storage.get_all_raw_native, semantic.decode_batch
 
     async def watched(self, base):
         if base.startswith("local:memory:vectors"):
             read_while_held.append(not held_sql.is_set())
         return await get_all(self, base)
 
+    def watched_decode(data):
+        decoded_while_held.append(not held_sql.is_set())
+        return decode(data)
+
     monkeypatch.setattr(Storage, "get_all_raw_native", watched)
+    monkeypatch.setattr(semantic, "decode_batch", watched_decode)
     system = await open_native_system(place, options, wait_for_load=False)
     try:
         for _ in range(100):
-            if read_while_held:
+            if len(decoded_while_held) == len(TEXTS):
                 break
             await asyncio.sleep(0.01)
         assert read_while_held == [True]
+        assert decoded_while_held == [True] * len(TEXTS)
         assert not system.sessions.mirrored.is_set()
         held_sql.set()
         await system.loaded()
@@ -226,8 +236,9 @@ async def test_stored_vectors_are_read_while_the_mirror_loads(vector_store, monk
 
 
 async def test_stored_vectors_are_decoded_a_chunk_at_a_time(vector_store, monkeypatch):
-    """Read early, but decoded only as each chunk is joined: the keys in Python's heap
-    stay bounded by LOAD_CHUNK, however many vectors are stored."""
+    """Read early, and decoded a chunk at a time, each joined before the next is decoded:
+    the keys in Python's heap stay bounded by LOAD_CHUNK, however many vectors are
+    stored."""
     place, options = vector_store
     steps: list[str] = []
     decode, insert = semantic.decode_batch, semantic.VectorIndex._insert
@@ -247,5 +258,73 @@ async def test_stored_vectors_are_decoded_a_chunk_at_a_time(vector_store, monkey
     try:
         assert (await settled(system, indexed=3))["indexed"] == 3
         assert steps == ["decode", "join 1"] * 3
+    finally:
+        await system.close()
+
+
+@pytest.fixture
+async def snapshotted():
+    """A store whose two messages are in a snapshot."""
+    place = InMemory()
+    first = await open_native_system(place, QUIET)
+    sid = (await first.sessions.create_session({"title": "kept"}))["sessionId"]
+    for text in ("frogs sing at night", "the garden needs sun"):
+        await first.sessions.add_message(sid, {"role": "user", "content": text})
+    await first.sessions.snapshot()
+    await first.close()
+    return place
+
+
+async def test_the_term_index_is_restored_while_duckdb_starts(snapshotted, held_sql):
+    """A start from a snapshot fills the term index from it before DuckDB answers (a
+    start-up otherwise idles while DuckDB-WASM starts), and searches with it once loaded."""
+    place = snapshotted
+    system = await open_native_system(place, QUIET, wait_for_load=False)
+    try:
+        for _ in range(100):
+            if len(system.searcher.terms):
+                break
+            await asyncio.sleep(0.01)
+        assert len(system.searcher.terms) == 2 and not held_sql.is_set()
+        held_sql.set()
+        await system.loaded()
+        found = await system.searcher.search({"query": "garden", "strategy": "keyword"})
+        assert [hit["message"]["content"] for hit in found["results"]] == ["the garden needs sun"]
+    finally:
+        held_sql.set()
+        await system.close()
+
+
+async def test_a_start_that_analyses_every_message_lets_early_calls_in(monkeypatch):
+    """Without a snapshot, start-up analyses every message's text (9 s at 100,000 in the
+    browser): calls that need no mirror are answered in between, not after it all."""
+    place = InMemory()
+    first = await open_native_system(place, QUIET)
+    sid = (await first.sessions.create_session({"title": "kept"}))["sessionId"]
+    for n in range(30):
+        await first.sessions.add_message(sid, {"role": "user", "content": f"turn {n}"})
+    await first.close()
+    built: list[str] = []
+    message_row = RecordReader.message_row
+
+    def counted(self, key, text):
+        built.append(key)
+        return message_row(self, key, text)
+
+    monkeypatch.setattr(RecordReader, "message_row", counted)
+    monkeypatch.setattr(restore, "TURN_S", 0)  # a turn after every message
+    system = await open_native_system(place, QUIET, wait_for_load=False)
+    try:
+        for _ in range(10_000):
+            if built:
+                break
+            await asyncio.sleep(0)
+        listed = await system.dispatch("sessions.listSessions", [])
+        answered_after = len(built)
+        assert [s["title"] for s in listed["value"]] == ["kept"]
+        assert 0 < answered_after < 30
+        await system.loaded()
+        messages = await system.sessions.load_session_messages(sid)
+        assert [m["content"] for m in messages] == [f"turn {n}" for n in range(30)]
     finally:
         await system.close()

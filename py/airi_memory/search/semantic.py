@@ -25,7 +25,7 @@ import math
 import time
 from array import array
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
@@ -171,37 +171,43 @@ class VectorIndex:
 
     async def _load(self) -> None:
         """The vectors stored for this model, back into DuckDB (orphans dropped). Started
-        with the mirror's load: the stored batches are read (storage alone) while it runs,
-        then decoded and joined to its messages once it is there (``sessions.mirrored``)."""
+        with the mirror's load: the stored batches are read and decoded (storage alone)
+        while it runs, then joined to its messages once it is there (``sessions.mirrored``)."""
         self.state = "loading"
         started = time.perf_counter()
         dims = self.config.dimensions
         self.scan = await self.new_scan(dims)
-        stored = await self.storage.get_all_raw_native(self.prefix)
+        stored = iter(await self.storage.get_all_raw_native(self.prefix))
+        chunk = self._decode_chunk(stored)
         read_ms = (time.perf_counter() - started) * 1000
         await self.sessions.mirrored.wait()
         joined = time.perf_counter()
         await self.sql.execute(VECTORS_SCHEMA)
         await self.sessions.flush()
+        while chunk.records:
+            await self._insert(chunk)
+            chunk = self._decode_chunk(stored)
+        self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
+        # The vectors' own work: reading them, and their join once the mirror was there.
+        self.load_ms = round(read_ms + (time.perf_counter() - joined) * 1000, 1)
+
+    def _decode_chunk(self, stored: Iterator[tuple[str, Any]]) -> "_Chunk":
+        """The next stored records of this model's dimensions, until a chunk is full (a
+        join for thousands of small batches at once): only the keys come into Python's
+        heap (it never gives memory back); the codes stay views of the stored records,
+        on their way to the scan."""
         chunk = _Chunk()
-        # Decoded a chunk at a time: only the keys come into Python's heap (it never gives
-        # memory back); the codes stay views of the stored records, on their way to the scan.
         for key, data in stored:
             batch = decode_batch(data)
-            if batch.dims == dims:
+            if batch.dims == self.config.dimensions:
                 number = self._number()
                 self._stored[number] = (key, len(batch))
                 if batch.hashes is None:
                     self._unverified.add(number)
                 chunk.add(number, batch)
-            if len(chunk.records) >= LOAD_CHUNK:  # thousands of small batches, few joins
-                await self._insert(chunk)
-                chunk = _Chunk()
-        if chunk.records:
-            await self._insert(chunk)
-        self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
-        # The vectors' own work: reading them, and their join once the mirror was there.
-        self.load_ms = round(read_ms + (time.perf_counter() - joined) * 1000, 1)
+            if len(chunk.records) >= LOAD_CHUNK:
+                break
+        return chunk
 
     def _number(self) -> int:
         """The next stored batch's number (unique in this tab, so its keys are too)."""

@@ -55,10 +55,12 @@ class SearchTables:
     async def save(self, sql: SqlEngine) -> list[Any]:
         return [await sql.export_table(TEXT_TABLE), self.index.saved()]
 
-    async def restore(self, sql: SqlEngine, saved: Mapping[str, Any]) -> None:
-        # The index reads first: importing hands the bytes to DuckDB's worker, which may
-        # take them (a detached buffer in the browser).
+    def restore_beside(self, saved: Mapping[str, Any]) -> None:
+        # Before the import: importing hands the bytes to DuckDB's worker, which may take
+        # them (a detached buffer in the browser).
         self.index.add_saved(saved[TERMS_SAVED], saved[TEXT_TABLE])
+
+    async def restore(self, sql: SqlEngine, saved: Mapping[str, Any]) -> None:
         await sql.import_table(TEXT_TABLE, saved[TEXT_TABLE])
 
     def deleted(self, docs: Sequence[int]) -> None:

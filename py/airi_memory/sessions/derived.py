@@ -32,15 +32,20 @@ class DerivedTables(Protocol):
         """Statements creating its tables afresh (run whenever the mirror is created)."""
 
     def cleared(self) -> None:
-        """Its tables were just created afresh: anything it holds beside them goes."""
+        """Its tables are being created afresh: anything it holds beside them goes."""
+
+    def restore_beside(self, saved: Mapping[str, Any]) -> None:
+        """What it keeps beside its tables, from its part of a snapshot (by name, as
+        ``save`` made it), instead of rows through ``insert``. No SQL: at start-up this
+        runs while DuckDB is still starting."""
 
     async def save(self, sql: SqlEngine) -> list[Any]:
         """The bytes of each of ``saved``, in order, for a snapshot (every buffered row is
         in)."""
 
     async def restore(self, sql: SqlEngine, saved: Mapping[str, Any]) -> None:
-        """Its part of a snapshot, by name, as ``save`` made it: into its tables (created
-        empty) and what it keeps beside them, instead of rows through ``insert``."""
+        """Its tables (created empty) from its part of a snapshot, after
+        ``restore_beside`` had the same part."""
 
     def deleted(self, docs: Sequence[int]) -> None:
         """These messages are about to be deleted, with its rows (in the statements that

@@ -89,14 +89,20 @@ class SessionMirror:
         self._flushing = asyncio.Lock()
         self._next_doc = 1
 
-    async def create(self) -> None:
-        """Fresh tables: the mirror is rebuilt from the durable records at every start."""
+    async def create(self, snapshot: Sequence[Any] | None = None) -> None:
+        """Fresh tables: the mirror is rebuilt from the durable records at every start.
+        With a ``snapshot`` (``save``'s bytes, which ``restore`` imports next), what each
+        owner keeps beside its tables is restored first: at start-up the statements wait
+        for DuckDB's start, and that work (the term index, 65-75 ms at 100,000 messages)
+        then overlaps it instead of delaying the load after it."""
         self._pending_sessions.clear()
         self._pending_messages.clear()
-        for statement in SCHEMA + [s for owner in self.derived for s in owner.schema()]:
-            await self.sql.execute(statement)
         for owner in self.derived:
             owner.cleared()
+            if snapshot is not None:
+                owner.restore_beside(self._parts(snapshot, owner))
+        for statement in SCHEMA + [s for owner in self.derived for s in owner.schema()]:
+            await self.sql.execute(statement)
 
     @property
     def saved_names(self) -> tuple[str, ...]:
@@ -113,13 +119,18 @@ class SessionMirror:
         return saved
 
     async def restore(self, saved: Sequence[Any]) -> None:
-        """Fresh tables filled from a snapshot (``save``'s bytes, in order): each owner
-        restores its own part; new rows are numbered after the snapshot's."""
-        by_name = dict(zip(self.saved_names, saved, strict=True))
-        await self.sql.import_table("chat_messages", by_name["chat_messages"])
+        """The tables ``create(saved)`` made, filled from that snapshot (``save``'s bytes,
+        in order): each owner restores its own part; new rows are numbered after the
+        snapshot's."""
+        await self.sql.import_table("chat_messages", saved[0])
         for owner in self.derived:
-            await owner.restore(self.sql, {name: by_name[name] for name in owner.saved})
+            await owner.restore(self.sql, self._parts(saved, owner))
         await self._resume_numbering()
+
+    def _parts(self, saved: Sequence[Any], owner: DerivedTables) -> dict[str, Any]:
+        """``owner``'s part of a snapshot, by name."""
+        by_name = dict(zip(self.saved_names, saved, strict=True))
+        return {name: by_name[name] for name in owner.saved}
 
     def _derived_tables(self) -> list[str]:
         return [table for owner in self.derived for table in owner.tables]
