@@ -27,6 +27,14 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
+def _entry(name: str) -> zipfile.ZipInfo:
+    """A deflated, world-readable file at the fixed date: the same bytes every build."""
+    info = zipfile.ZipInfo(name, FIXED_DATE)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    return info
+
+
 def _bytecode(name: str, source: bytes) -> bytes:
     with tempfile.TemporaryDirectory() as scratch:
         source_path = Path(scratch) / "module.py"
@@ -66,10 +74,7 @@ def compile_wheel(source: str, target: str) -> int:
     entries.append((record_name, ("\n".join(record) + "\n").encode()))
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
         for name, data in entries:
-            info = zipfile.ZipInfo(name, FIXED_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            out.writestr(info, data)
+            out.writestr(_entry(name), data)
     return compiled
 
 
@@ -85,10 +90,8 @@ def add_stdlib_bytecode(source: str, target: str, modules: list[str], mounted_at
             out.writestr(info, data)
             if info.filename in missing:
                 missing.discard(info.filename)
-                bytecode = zipfile.ZipInfo(info.filename + "c", FIXED_DATE)
-                bytecode.compress_type = zipfile.ZIP_DEFLATED
-                bytecode.external_attr = 0o644 << 16
-                out.writestr(bytecode, _bytecode(mounted_at + info.filename, data))
+                bytecode = _bytecode(mounted_at + info.filename, data)
+                out.writestr(_entry(info.filename + "c"), bytecode)
     if missing:
         raise ValueError(f"not in {source}: {sorted(missing)}")
     return len(set(modules))
