@@ -8,6 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airi_memory.errors import WriteConflictError
+from airi_memory.native.host import InMemory, open_native_system
+from airi_memory.search.tables import SearchTables
 from airi_memory.sessions import writer
 from contract.common import START
 from contract.sessions_contract import CASES
@@ -141,3 +143,26 @@ async def test_a_guarded_write_colliding_past_its_patience_is_refused(monkeypatc
         await writer.retry_on_conflict(attempt, store, counts)
     # Patience 30 s from 0: conflicts read 10 and 20 (retried), then 30 (refused).
     assert (calls["n"], counts["conflicts"], store.catch_ups) == (3, 3, 2)
+
+
+async def test_a_message_is_acknowledged_before_its_text_is_analysed(monkeypatch):
+    """Analysing a message's text for search (0.1 ms a turn in the browser) waits for the
+    next read's flush instead of delaying the write's answer."""
+    analysed: list[str] = []
+    analyse = SearchTables.analyse
+
+    def counted(self, text):
+        analysed.append(text)
+        return analyse(self, text)
+
+    monkeypatch.setattr(SearchTables, "analyse", counted)
+    system = await open_native_system(InMemory(), {"userId": "u", "retention": {"enabled": False}})
+    try:
+        sid = (await system.sessions.create_session({"title": "t"}))["sessionId"]
+        await system.sessions.add_message(sid, {"role": "user", "content": "the quince tart"})
+        assert analysed == []
+        found = await system.searcher.search({"query": "quince", "strategy": "keyword"})
+        assert analysed == ["the quince tart"]
+        assert [hit["message"]["content"] for hit in found["results"]] == ["the quince tart"]
+    finally:
+        await system.close()

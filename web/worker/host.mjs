@@ -10,7 +10,8 @@
 import { columnsOfExport, exportOfColumns, openDuckDb } from "./duckdb-engine.mjs";
 import { createLocalEmbedder } from "./embeddings.mjs";
 import { request } from "./http.mjs";
-import { failNextCommits, openStore } from "./idb-store.mjs";
+import { failNextCommits } from "./idb-apply.mjs";
+import { openStore } from "./idb-store.mjs";
 import { network } from "./network.mjs";
 import { createTermIndex } from "./term-index.mjs";
 import { createVectorScan } from "./vector-scan.mjs";

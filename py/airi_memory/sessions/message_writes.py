@@ -44,8 +44,9 @@ class MessageWrites:
             [record] = self.writer.sequences.names(session_id)
             now = self.view.next_updated_at(meta)
             key = records.session_key(session_id)
+            wire = item.to_wire()
             number = await self.writer.write(
-                sets=[(records.message_key(session_id, record), item.to_wire())],
+                sets=[(records.message_key(session_id, record), wire)],
                 patches=[(key, {"updatedAt": now})],
                 guards=[Guard(key, "updatedAt", meta.updated_at)],
                 changes=[
@@ -57,11 +58,11 @@ class MessageWrites:
             def apply() -> None:
                 self.writer.sequences.took(session_id)
                 self.view.put(meta.model_copy(update={"updated_at": now}))
-                self.mirror.add_message(session_id, record, item)
-                self.cache.append(session_id, item.to_wire())
+                self.mirror.add_message(session_id, record, wire)
+                self.cache.append(session_id, wire)
 
             await self.writer.settle(number, apply)
-            return item.to_wire()
+            return item.to_wire()  # the caller's own copy: the cache holds ``wire``
 
         return await self.writer.run_guarded("addMessage", attempt)
 
@@ -75,8 +76,9 @@ class MessageWrites:
             await self.catch_up.session_in_queue(session_id)
             [record] = self.writer.sequences.names(session_id)
             old = await self.mirror.records_of(session_id, [replaces] if replaces else [])
+            wire = summary.to_wire()
             number = await self.writer.write(
-                sets=[(records.message_key(session_id, record), summary.to_wire())],
+                sets=[(records.message_key(session_id, record), wire)],
                 removes=[records.message_key(session_id, r) for r in old],
                 guards=[Guard(records.session_key(session_id))],
                 changes=[
@@ -89,7 +91,7 @@ class MessageWrites:
                 self.writer.sequences.took(session_id)
                 if old:
                     await self.mirror.delete_records([(session_id, r) for r in old])
-                self.mirror.add_message(session_id, record, summary)
+                self.mirror.add_message(session_id, record, wire)
                 self.cache.invalidate(session_id)
 
             await self.writer.settle(number, apply)
@@ -122,7 +124,7 @@ class MessageWrites:
             )
 
             async def apply() -> None:
-                await self.mirror.replace_message(session_id, record, item)
+                await self.mirror.replace_message(session_id, record, wire)
                 self.cache.invalidate(session_id)
 
             await self.writer.settle(number, apply)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import SqlEngineStoppedError
-from ..models import ChatHistoryItem, ChatSessionMeta, message_text
+from ..models import ChatSessionMeta, message_text
 from ..sql import SqlEngine
 from ..storage.values import MAX_VALUE_DEPTH, NestedTooDeepError, loads
 from .derived import SMALL_INSERT, DerivedTables, insert_rows
@@ -67,10 +67,24 @@ def session_row(meta: ChatSessionMeta) -> list[Any]:
 
 @dataclass
 class MessageRow:
-    """A ``chat_messages`` row and what each derived table's owner made of its text."""
+    """A ``chat_messages`` row and what each derived table's owner made of its text; for
+    a row this tab just wrote, made at the flush from ``text`` (``analyses`` None), so
+    analysing never delays a write's acknowledgement."""
 
     values: list[Any]
-    analyses: list[Any]
+    analyses: list[Any] | None
+    text: str = ""
+
+
+def _message_values(
+    session_id: str, record: str, message: dict[str, Any], text: str, body: str
+) -> list[Any]:
+    """A ``chat_messages`` row's values (doc 0: the mirror numbers the row when it inserts it)."""
+    seq = int(record.split("-", 1)[0])
+    return [
+        0, message["id"], session_id, record, seq, message["role"], message["createdAt"],
+        len(text), body,
+    ]  # fmt: skip
 
 
 def _raise_refusal(session_id: str, record: str | None, error: BaseException) -> None:
@@ -150,19 +164,12 @@ class SessionMirror:
             if not isinstance(message.get(name), kind) or isinstance(message.get(name), bool):
                 raise ValueError(f"message field {name!r} is missing or not a {kind.__name__}")
         text = message_text(message)
-        seq = int(record.split("-", 1)[0])
-        values = [
-            0,
-            message["id"],
-            session_id,
-            record,
-            seq,
-            message["role"],
-            message["createdAt"],
-            len(text),
-            body,
-        ]  # fmt: skip  (doc 0: the mirror numbers the row when it inserts it)
-        return MessageRow(values, [owner.analyse(text) for owner in self.derived])
+        return MessageRow(
+            _message_values(session_id, record, message, text, body), self._analyse(text)
+        )
+
+    def _analyse(self, text: str) -> list[Any]:
+        return [owner.analyse(text) for owner in self.derived]
 
     async def load(self, sessions: list[list[Any]], messages: list[MessageRow]) -> None:
         """Bulk-load rows of sessions not yet in the mirror (start-up, import) by column."""
@@ -180,6 +187,10 @@ class SessionMirror:
         await self._insert_apart(rows, insert, undo, lambda row: (row[0], None))
 
     async def _insert_messages(self, rows: list[MessageRow]) -> None:
+        for row in rows:
+            if row.analyses is None:
+                row.analyses = self._analyse(row.text)
+
         async def insert(part: Sequence[MessageRow]) -> None:
             # Numbered at each try: a doc that was undone is never used again (the
             # derived owners may hold it as deleted).
@@ -257,9 +268,13 @@ class SessionMirror:
         """Buffered as the model: its row is built at the flush, once per session."""
         self._pending_sessions[meta.session_id] = meta
 
-    def add_message(self, session_id: str, record: str, item: ChatHistoryItem) -> None:
-        body = json.dumps(item.to_wire(), ensure_ascii=False)
-        self._pending_messages.append(self.row(session_id, record, body))
+    def add_message(self, session_id: str, record: str, message: dict[str, Any]) -> None:
+        """A message this tab wrote (``ChatHistoryItem.to_wire``'s form, so already
+        checked); its text is analysed at the flush."""
+        text = message_text(message)
+        body = json.dumps(message, ensure_ascii=False)
+        values = _message_values(session_id, record, message, text, body)
+        self._pending_messages.append(MessageRow(values, None, text))
 
     def add_row(self, row: MessageRow) -> None:
         self._pending_messages.append(row)
@@ -276,9 +291,9 @@ class SessionMirror:
             await self._insert_messages(messages)
 
     # --- immediate writes -----------------------------------------------------------
-    async def replace_message(self, session_id: str, record: str, item: ChatHistoryItem) -> None:
+    async def replace_message(self, session_id: str, record: str, message: dict[str, Any]) -> None:
         await self.delete_records([(session_id, record)])
-        self.add_message(session_id, record, item)
+        self.add_message(session_id, record, message)
 
     async def delete_records(self, records: Sequence[tuple[str, str]]) -> None:
         """Delete many (session id, record) messages, and their derived rows."""

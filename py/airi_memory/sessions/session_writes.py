@@ -110,8 +110,9 @@ class SessionWrites:
         sequences = self.writer.sequences
         named = list(zip(sequences.names(sid, len(messages)), messages, strict=True))
         key = records.session_key(sid)
+        wires = [(record, m.to_wire()) for record, m in named]
         sets = [(key, meta.to_wire())]
-        sets += [(records.message_key(sid, record), m.to_wire()) for record, m in named]
+        sets += [(records.message_key(sid, record), wire) for record, wire in wires]
         number = await self.writer.write(
             sets=sets, guards=[Guard(key, "sessionId", None)], changes=created(meta, messages)
         )
@@ -119,8 +120,8 @@ class SessionWrites:
         def apply() -> None:
             sequences.took(sid, len(messages))
             self.view.put(meta)
-            for record, message in named:
-                self.mirror.add_message(sid, record, message)
+            for record, wire in wires:
+                self.mirror.add_message(sid, record, wire)
             self.view.cache.invalidate(sid)
 
         await self.writer.settle(number, apply)
