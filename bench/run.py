@@ -71,6 +71,8 @@ def bench_cold_and_warm(playwright, base_url: str, runs: int) -> list[dict]:
                 warm = page.evaluate(BOOT, options)
                 starts.setdefault(f"warm reload to ready{label}", []).append(warm["ready"])
                 starts.setdefault(f"  warm reload to loaded{label}", []).append(warm["loaded"])
+                for name, value in warm["phases"].items():
+                    starts.setdefault(f"  warm{label}: {name} done at", []).append(value)
     return [summarise(name, values) for name, values in starts.items()]
 
 

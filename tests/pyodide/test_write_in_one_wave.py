@@ -133,3 +133,52 @@ def test_a_prune_and_a_cleared_store_are_followed(browser_host):
     assert result["head"] == {"last": 1, "pruned": 0}
     # Redone once, after the other tab's clear; the prune was followed in one wave.
     assert result["counts"] == {"oneWave": 3, "stale": 1, "readFirst": 2}
+
+
+def test_a_value_that_cannot_be_stored_in_one_wave_stores_nothing(browser_host):
+    result = run(
+        browser_host,
+        """
+        await turn(ours, 'm1', 2, 1);
+        let failed = null;
+        try {
+          // Foreseen, so its writes go out with its reads; the second value cannot be cloned.
+          await ours.apply([['m2', 'ok'], ['m3', () => 1]], [], [], [['s', JSON.stringify({ updatedAt: 3 })]],
+                           [['s', 'updatedAt', 2]], log('m2'));
+        } catch (error) {
+          failed = error.name;
+        }
+        const kept = [(await ours.get('m2')) ?? null, (await ours.get('m3')) ?? null];
+        const number = await turn(ours, 'm4', 3, 2);
+        return JSON.stringify({ failed, kept, number, ...(await state()) });
+        """,
+    )
+    assert result["failed"] == "DataCloneError"
+    assert result["kept"] == [None, None]  # not the first half of the write
+    assert result["number"] == 2
+    assert result["session"] == {"updatedAt": 3, "title": "t"}
+    assert result["entries"] == ["m1", "m4", None, None, None]
+    assert result["counts"] == {"oneWave": 1, "stale": 0, "readFirst": 1}
+
+
+def test_a_fault_meant_for_a_stale_try_fails_the_write_made_again(browser_host):
+    result = run(
+        browser_host,
+        """
+        await turn(ours, 'm1', 2, 1);
+        await other.apply([['x', 'x']], [], [], [['s', JSON.stringify({ title: 'renamed' })]], [], log('theirs'));
+        await airiHost.idb.failNextCommits('AbortError');  // the next commit, whichever try makes it
+        let failed = null;
+        try {
+          await turn(ours, 'm2', 3, 2);
+        } catch (error) {
+          failed = error.name;
+        }
+        return JSON.stringify({ failed, kept: (await ours.get('m2')) ?? null, ...(await state()) });
+        """,
+    )
+    assert result["failed"] == "AbortError"
+    assert result["kept"] is None
+    assert result["counts"] == {"oneWave": 0, "stale": 1, "readFirst": 2}
+    assert result["session"] == {"updatedAt": 2, "title": "renamed"}
+    assert result["head"] == {"last": 2, "pruned": 0}

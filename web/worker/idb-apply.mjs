@@ -101,7 +101,8 @@ function transact(s, { entries, keys, prefixes, patches, guards, log }, known, e
     let injected = null;
     let stale = false;
     let appended = null;
-    let pendingFault = false;
+    let pendingFault; // the fault a test injected into this commit
+    let failure = null; // thrown while the guess's writes were made
     // Every read comes first, in one wave: guards, and the records patched that nothing
     // else here writes (a second wave of reads, after the writes, cost each addMessage
     // another round of requests). A key is read once.
@@ -136,13 +137,25 @@ function transact(s, { entries, keys, prefixes, patches, guards, log }, known, e
       }
       if (log) appended = appendToLog(s, log, parseHead(headText), newestKey);
       const fault = injectedFaults.shift();
-      pendingFault = Boolean(fault);
+      pendingFault = fault;
       if (fault) {
         // Requests complete in order: this read comes after every write above.
         s.count().onsuccess = () => {
           injected = new DOMException(`${fault} injected by a test`, fault);
           s.transaction.abort();
         };
+      }
+    };
+    // A throw while writing (a value IndexedDB cannot clone) aborts the transaction, the
+    // writes made before it included, and is the caller's error.
+    const writeOrAbort = (...inputs) => {
+      try {
+        writeAll(...inputs);
+        return true;
+      } catch (error) {
+        failure = error;
+        s.transaction.abort();
+        return false;
       }
     };
     const guardsHold = () => {
@@ -160,7 +173,7 @@ function transact(s, { entries, keys, prefixes, patches, guards, log }, known, e
         known.newest.set(log.prefix, newest.result?.key);
       }
       if (!expected) {
-        if (guardsHold()) writeAll((key) => reads.get(key).result, head?.result, newest?.result?.key);
+        if (guardsHold()) writeOrAbort((key) => reads.get(key).result, head?.result, newest?.result?.key);
         return;
       }
       const found =
@@ -168,17 +181,12 @@ function transact(s, { entries, keys, prefixes, patches, guards, log }, known, e
         (!log || (head.result === expected.head && newest.result?.key === expected.newest));
       if (!found) {
         stale = true;
+        if (pendingFault) injectedFaults.unshift(pendingFault); // it is the next commit's
         s.transaction.abort();
         return;
       }
       if (guardsHold() && !pendingFault) s.transaction.commit?.();
     };
-    // The guess's writes go out now, behind the reads; the plain way's once they are in.
-    if (expected) writeAll((key) => expected.records.get(key), expected.head, expected.newest);
-    // Requests of one transaction complete in the order they were made.
-    const last = newest ?? [...reads.values()].at(-1);
-    if (last) last.onsuccess = readsDone;
-    else readsDone();
     s.transaction.oncomplete = () => {
       for (const key of keys) known.forget(key);
       for (const prefix of prefixes) known.forget(prefix, true);
@@ -193,9 +201,16 @@ function transact(s, { entries, keys, prefixes, patches, guards, log }, known, e
     };
     s.transaction.onabort = s.transaction.onerror = () => {
       if (stale) resolve(STALE);
+      else if (failure) reject(failure);
       else if (conflict === null) reject(injected ?? s.transaction.error);
       else reject(Object.assign(new Error(conflict), { name: "WriteConflictError" }));
     };
+    // The guess's writes go out now, behind the reads; the plain way's once they are in.
+    if (expected && !writeOrAbort((key) => expected.records.get(key), expected.head, expected.newest)) return;
+    // Requests of one transaction complete in the order they were made.
+    const last = newest ?? [...reads.values()].at(-1);
+    if (last) last.onsuccess = readsDone;
+    else readsDone();
   });
 }
 
