@@ -102,7 +102,7 @@ function transact(s, { entries, keys, prefixes, patches, guards, log }, known, e
     let stale = false;
     let appended = null;
     let pendingFault; // the fault a test injected into this commit
-    let failure = null; // thrown while the guess's writes were made
+    let failure = null; // thrown while the writes were made
     // Every read comes first, in one wave: guards, and the records patched that nothing
     // else here writes (a second wave of reads, after the writes, cost each addMessage
     // another round of requests). A key is read once.
@@ -113,8 +113,8 @@ function transact(s, { entries, keys, prefixes, patches, guards, log }, known, e
     };
     const checks = guards.map(([key, field, equals]) => [key, field, equals, read(key)]);
     const written = new Set([...keys, ...entries.map(([key]) => key)]);
-    const merged = prefixes.length || patches.length >= MANY_PATCHES ? [] : patches;
-    const early = new Set(merged.map(([key]) => key).filter((key) => !written.has(key)));
+    const patched = prefixes.length || patches.length >= MANY_PATCHES ? [] : patches.map(([key]) => key);
+    const early = new Set(patched.filter((key) => !written.has(key)));
     for (const key of early) read(key);
     const head = log ? s.get(log.head) : null;
     // The newest entry there: a damaged or missing head must not number from 1 again.

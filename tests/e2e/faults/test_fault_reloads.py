@@ -109,11 +109,17 @@ class KillableChromium:
         self.playwright = playwright
         self.profile = profile
         self.log = profile.with_name(profile.name + ".log")  # IndexedDB's own log lines
+        self.stored = profile / "Default" / "IndexedDB"
+        self.as_killed = profile.with_name("IndexedDB-as-killed")  # before the last start
         self.process = None
         self.browser = None
 
     def start(self):
         (self.profile / "DevToolsActivePort").unlink(missing_ok=True)
+        # As the kill left it: Chromium deletes a database it finds corrupt on opening.
+        shutil.rmtree(self.as_killed, ignore_errors=True)
+        if self.stored.exists():
+            shutil.copytree(self.stored, self.as_killed)
         with self.log.open("a") as log:
             log.write(f"---- start {time.time():.3f}\n")
             self.process = subprocess.Popen(
@@ -145,9 +151,9 @@ class KillableChromium:
         shutil.rmtree(EVIDENCE, ignore_errors=True)
         EVIDENCE.mkdir(parents=True)
         shutil.copy(self.log, EVIDENCE / "chromium.log")
-        stored = self.profile / "Default" / "IndexedDB"
-        if stored.exists():
-            shutil.copytree(stored, EVIDENCE / "IndexedDB")
+        for folder in (self.stored, self.as_killed):
+            if folder.exists():
+                shutil.copytree(folder, EVIDENCE / folder.name)
 
 
 def test_the_whole_browser_killed_mid_write_loses_nothing(playwright, base_url):
