@@ -75,6 +75,11 @@ export interface MemoryEvents {
   "boot-progress": BootProgress;
   /** The local embedding model loading, and background indexing. */
   "embedding-progress": Record<string, unknown>;
+  /** IndexedDB was restored from its second copy at start (see BootInfo.restored). */
+  "storage-restored": { records: number | null; from: number | null; through: number };
+  /** A write committed to IndexedDB could not be added to its second copy; the copy is
+   *  rewritten from IndexedDB. */
+  "storage-copy-failed": { message: string };
 }
 
 /** What boot tells; on the object from createMemorySystem, or once whenReady resolved. */
@@ -102,6 +107,12 @@ export interface BootInfo {
   /** The startupSnapshot option's outcome: "off", "used", or "failed: <why>". */
   startupSnapshot: string;
   mounts: string[];
+  /** Set when this start found IndexedDB behind its second copy (in OPFS) and restored
+   *  it: Chromium deletes an origin's IndexedDB it finds corrupt after a crash. `records`
+   *  is how many were written back (null when only the missing writes were replayed),
+   *  `from` the store's write number before (null: it was empty), `through` after. The
+   *  same detail comes as a "storage-restored" event. */
+  restored: { records: number | null; from: number | null; through: number } | null;
   /** Records start-up could not read: kept, untouched, left out of every read (the
    *  message records among them once whenLoaded resolved). */
   quarantined: QuarantinedRecord[];

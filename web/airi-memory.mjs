@@ -180,6 +180,9 @@ export function openMemorySystem(options = {}) {
         /** Records start-up could not read ([{key, reason}]): kept where they are, untouched,
          *  left out of every read; sessions.stats().quarantined has the current list. */
         quarantined: info.quarantined,
+        /** Set when IndexedDB was found behind its second copy (OPFS) and restored from
+         *  it at this start: {records, from, through}; null otherwise. */
+        restored: info.restored,
       });
     },
     (error) => {

@@ -22,7 +22,11 @@ import { createTokenCounter } from "./tokens.mjs";
 export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeouts = {}, startSqlWhen }) {
   const sql = openDuckDb(runtimeUrl, { callTimeoutMs: positive(timeouts.sqlMs), startWhen: startSqlWhen });
   return {
-    idb: { open: openStore, failNextCommits },
+    // In a worker, each store has its second copy in OPFS (opfs-copy.mjs).
+    idb: {
+      open: (dbName, storeName, options) => openStore(dbName, storeName, { ...options, copy: true, onEvent }),
+      failNextCommits,
+    },
     sql,
     tokens: createTokenCounter(runtimeUrl),
     http: { request },

@@ -15,8 +15,8 @@
 // Another tab's write in between is what makes a guess stale; the journal's numbers stay
 // gapless and in commit order because every append still reads the head it follows.
 
-const prefixRange = (prefix) => IDBKeyRange.bound(prefix, `${prefix}\uffff`);
-export const LOG_DIGITS = 16;
+export const prefixRange = (prefix) => IDBKeyRange.bound(prefix, `${prefix}\uffff`);
+const LOG_DIGITS = 16;
 export const logKey = (prefix, number) => `${prefix}:${String(number).padStart(LOG_DIGITS, "0")}`;
 // Only numbered entries: keys of an older layout under the prefix sort above the digits.
 const logRange = (prefix) => IDBKeyRange.bound(logKey(prefix, 0), `${prefix}:${"9".repeat(LOG_DIGITS)}`);
@@ -185,7 +185,9 @@ function transact(s, { entries, keys, prefixes, patches, guards, log }, known, e
         s.transaction.abort();
         return;
       }
-      if (guardsHold() && !pendingFault) s.transaction.commit?.();
+      // Only after a read: every request made before (the copy's clock read first of
+      // all, opfs-copy.mjs) has had its success handler, and the writes those make.
+      if (guardsHold() && !pendingFault && last) s.transaction.commit?.();
     };
     s.transaction.oncomplete = () => {
       for (const key of keys) known.forget(key);

@@ -3,22 +3,126 @@
 // listing and clearing work on a key range, so a mount never sees or wipes another's keys.
 import { del, get, getMany, promisifyRequest, set, setMany } from "idb-keyval";
 
-import { applyTo, Known, logKey } from "./idb-apply.mjs";
+import { applyTo, Known, logKey, prefixRange } from "./idb-apply.mjs";
+import { CLOCK_KEY, contentsOf, openCopy, replay } from "./opfs-copy.mjs";
 
-const prefixRange = (prefix) => IDBKeyRange.bound(prefix, `${prefix}\uffff`);
-
-// idb-keyval's createStore, plus the transaction's durability: "strict" waits until the
-// commit is flushed to disk, so a write resolved before an OS crash is still there after.
-function createStore(dbName, storeName, durability) {
+// idb-keyval's createStore, plus:
+// - the transaction's durability: "strict" waits until the commit is flushed to disk, so
+//   a write resolved before an OS crash is still there after;
+// - with `copy` (where OPFS allows it: a worker), a second copy in OPFS (opfs-copy.mjs):
+//   every committed readwrite transaction is appended to it before it resolves, and the
+//   store is compared with it, and restored from it if behind, before its first use.
+function createStore(dbName, storeName, { durability, copy: wanted, uncopied = [], onEvent = () => {} }) {
   const request = indexedDB.open(dbName);
   request.onupgradeneeded = () => request.result.createObjectStore(storeName);
-  const database = promisifyRequest(request);
+  const opened = Promise.all([
+    promisifyRequest(request),
+    wanted ? openCopy(dbName, storeName, uncopied) : null,
+  ]).then(async ([db, copy]) => {
+    if (copy) {
+      copy.readStore = () => readCopied(db, storeName, uncopied);
+      await reconcile(db, storeName, copy, onEvent);
+    }
+    return { db, copy };
+  });
   return (mode, callback) =>
-    database.then((db) => callback(db.transaction(storeName, mode, { durability }).objectStore(storeName)));
+    opened.then(({ db, copy }) => {
+      const transaction = db.transaction(storeName, mode, { durability });
+      const objectStore = transaction.objectStore(storeName);
+      if (mode !== "readwrite" || !copy) return callback(objectStore);
+      let committed = false; // registered before the callback's own handlers: seen first
+      transaction.addEventListener("complete", () => {
+        committed = true;
+      });
+      const { store, recording } = copy.recorder(objectStore);
+      return Promise.resolve(callback(store)).then((result) => {
+        if (committed) appendOrResync(copy, recording, onEvent);
+        return result;
+      });
+    });
 }
 
-export function openStore(dbName, storeName, { durability = "strict" } = {}) {
-  const store = createStore(dbName, storeName, durability);
+/** A committed write's record into the copy. The write is stored in IndexedDB whatever
+ *  happens here, so a failure is told (and the copy rewritten whole), not thrown. */
+function appendOrResync(copy, recording, onEvent) {
+  try {
+    copy.append(recording);
+  } catch (error) {
+    onEvent("storage-copy-failed", { message: String(error?.message ?? error) });
+    copy.compactSoon();
+  }
+}
+
+/** The store against its copy, under the copy's lock (one tab at a time): restored from
+ *  the copy when the copy is ahead (Chromium deleted the store after a crash: its
+ *  clock is gone), the copy rewritten when the store is ahead (a write committed but
+ *  not yet appended when the tab died, or a store older than its copy). */
+async function reconcile(db, storeName, copy, onEvent) {
+  let rewrite = false;
+  await navigator.locks.request(copy.lockName, async () => {
+    const [clock, firstKeys] = await readonly(db, storeName, (s) => [s.get(CLOCK_KEY), s.getAllKeys(null, 1)]);
+    const state = await copy.state();
+    if (state.present && (clock === undefined || clock < state.newest)) {
+      const whole = clock === undefined || (state.slots[0]?.through ?? 0) > clock;
+      const contents = whole ? await contentsOf(copy, state) : null;
+      const transaction = db.transaction(storeName, "readwrite", { durability: "strict" });
+      const s = transaction.objectStore(storeName);
+      if (whole) for (const [key, value] of contents) s.put(value, key);
+      else replay(s, state.records, clock);
+      s.put(state.newest, CLOCK_KEY);
+      await promisifyRequest(transaction);
+      onEvent("storage-restored", {
+        records: whole ? contents.size : null,
+        from: clock ?? null,
+        through: state.newest,
+      });
+    } else rewrite = state.present ? clock > state.newest : firstKeys.length > 0;
+  });
+  if (rewrite) copy.compactSoon();
+  else await copy.countClosedLogs();
+}
+
+/** What the copy holds of the store: every record outside the uncopied prefixes (and
+ *  the clock), with the clock, read in one transaction. */
+async function readCopied(db, storeName, uncopied) {
+  const ranges = rangesOutside(uncopied);
+  const reads = await readonly(db, storeName, (s) => [
+    s.get(CLOCK_KEY),
+    ...ranges.flatMap((range) => [s.getAllKeys(range), s.getAll(range)]),
+  ]);
+  const keys = [];
+  const values = [];
+  for (let i = 1; i < reads.length; i += 2) {
+    reads[i].forEach((key, j) => {
+      if (key === CLOCK_KEY) return;
+      keys.push(key);
+      values.push(reads[i + 1][j]);
+    });
+  }
+  return { through: reads[0] ?? 0, keys, values };
+}
+
+/** Key ranges that together hold every key not under one of `prefixes`. */
+function rangesOutside(prefixes) {
+  const sorted = [...prefixes].sort();
+  if (!sorted.length) return [undefined];
+  const ranges = [IDBKeyRange.upperBound(sorted[0], true)];
+  sorted.forEach((prefix, i) => {
+    const after = `${prefix}\uffff`;
+    const next = sorted[i + 1];
+    ranges.push(next === undefined ? IDBKeyRange.lowerBound(after, true) : IDBKeyRange.bound(after, next, true, true));
+  });
+  return ranges;
+}
+
+/** The results of the requests `make` makes in one readonly transaction. */
+function readonly(db, storeName, make) {
+  const requests = make(db.transaction(storeName, "readonly").objectStore(storeName));
+  return Promise.all(requests.map(promisifyRequest));
+}
+
+export function openStore(dbName, storeName, options = {}) {
+  const store = createStore(dbName, storeName, { durability: "strict", ...options });
   const known = new Known(); // what apply's next write may take as read
   const methods = {
     async has(key) {

@@ -130,10 +130,14 @@ async function boot(options, withTestHooks, withSnapshot) {
   const startSqlWhen = new Promise((resolve) => {
     imported = resolve;
   });
-  host = await createBrowserHost({ runtimeUrl, onEvent: postEvent, timeouts: options?.timeouts ?? {}, startSqlWhen });
+  const outcome = { startupSnapshot: "off", restored: null };
+  const onEvent = (event, detail) => {
+    if (event === "storage-restored") outcome.restored = detail; // boot's answer tells it too
+    postEvent(event, detail);
+  };
+  host = await createBrowserHost({ runtimeUrl, onEvent, timeouts: options?.timeouts ?? {}, startSqlWhen });
   host.sql.started.then(() => ended("duckdb"), () => {}); // its failure is the load's
   const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
-  const outcome = { startupSnapshot: "off" };
   const python = timed("pyodide", startPython(loadPyodide, withSnapshot === true, timed, outcome)).then(
     (loaded) => {
       pyodide = loaded;

@@ -12,6 +12,7 @@ from typing import Any
 from ..api import AppCall, HostPorts, MemorySystem, Sleep
 from ..models import now_ms
 from ..options import parse_options
+from ..sessions.snapshots import SNAPSHOT
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
 from ..storage.values import loads
 from .embedder import LocalEmbedder
@@ -73,7 +74,10 @@ async def open_browser_system(
     (``MemorySystem.open``), and loads the rest in the background."""
     durability = parse_options(raw_options).durability
     storage = Storage(MemoryDriver())
-    database = IndexedDbDriver(host.idb, durability=durability)  # both mounts: one database
+    # Both mounts in one database. Snapshots are derived (rebuilt from the records), and
+    # the largest records: the store's second copy leaves them out.
+    snapshots = f"{LOCAL_BASE}:{SNAPSHOT.removeprefix(LOCAL_MOUNT + ':')}"
+    database = IndexedDbDriver(host.idb, durability=durability, uncopied=[snapshots])
     storage.mount(LOCAL_MOUNT, database.view(LOCAL_BASE))
     storage.mount(OUTBOX_MOUNT, database.view(OUTBOX_BASE))
     local = (lambda config: LocalEmbedder(config, host.embedder)) if local_model else None

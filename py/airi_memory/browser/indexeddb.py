@@ -59,8 +59,11 @@ class IndexedDbDriver(Driver):
         db_name: str = DEFAULT_DB_NAME,
         store_name: str = DEFAULT_STORE_NAME,
         durability: str = "strict",
+        uncopied: Sequence[str] = (),
     ) -> None:
-        options = to_javascript({"durability": durability})
+        # `uncopied`: key prefixes of derived records the store's second copy (OPFS, in a
+        # worker: web/worker/opfs-copy.mjs) leaves out, as full keys of this store.
+        options = to_javascript({"durability": durability, "uncopied": list(uncopied)})
         self._store = idb_host.open(db_name, store_name, options)
         self._prefix = f"{base}:" if base else ""
         self._whole: IndexedDbDriver | None = None  # the store's driver, for a mount's view

@@ -1,0 +1,338 @@
+// A second copy of an IndexedDB store, in the Origin Private File System, that fails
+// independently of it. Chromium can delete an origin's whole IndexedDB at the second
+// start after a crash (a torn LevelDB log record, then log reuse: docs/DESIGN-notes.md,
+// "A crash can make Chromium delete the whole IndexedDB"); OPFS files are not in that
+// LevelDB. Every committed write of the store is appended to this tab's log file and
+// flushed before the write resolves; at the next start a store that is behind its copy
+// is restored from it (idb-store.mjs).
+//
+// Order across tabs: every copied transaction also bumps a counter stored in the
+// IndexedDB store itself (`CLOCK_KEY`), read and written inside that transaction, so a
+// record's number is its place in IndexedDB's own commit order, whichever tab wrote it.
+//
+// Files, in `airi-memory-copy/<database>~<store>/`:
+//   log-<tab>   records [u32 length][i32 crc32][msgpack [number, ops]], one tab's each
+//               (a sync access handle is exclusive: a tab that can open another's log
+//               knows that tab is gone);
+//   slot-0/1    the whole store as of one number (its "through"), rewritten alternately
+//               so a torn rewrite leaves the other: [magic][version][f64 through]
+//               [u32 length][i32 crc32][msgpack [keys, values]].
+// A slot is written when this tab's log and the logs of closed tabs pass
+// `COMPACT_BYTES`: it covers every record numbered up to its "through", so this tab's
+// log keeps only the records above it and closed tabs' logs are removed.
+
+import { decode, encode, ExtensionCodec } from "@msgpack/msgpack";
+import CRC32 from "crc-32";
+
+export const CLOCK_KEY = "airi-copy:clock"; // outside every mount's keys
+const FOLDER = "airi-memory-copy";
+const SLOTS = ["slot-0", "slot-1"];
+const MAGIC = 0x41495243; // "AIRC"
+const VERSION = 1;
+const SLOT_HEADER = 24;
+const RECORD_HEADER = 8;
+const COMPACT_BYTES = 4 * 2 ** 20;
+// Operations as recorded: [PUT, key, value], [DELETE, key],
+// [DELETE_RANGE, lower, upper, lowerOpen, upperOpen], [CLEAR].
+const PUT = 0;
+const DELETE = 1;
+const DELETE_RANGE = 2;
+const CLEAR = 3;
+
+// Values are what IndexedDB was given: mostly JSON text, bytes for vectors, and whatever
+// an app stores raw. msgpack keeps text, numbers, objects and Uint8Array; other typed
+// arrays and ArrayBuffers keep their type through these two extensions.
+const codec = new ExtensionCodec();
+codec.register({
+  type: 1,
+  encode: (value) =>
+    ArrayBuffer.isView(value) && !(value instanceof Uint8Array)
+      ? encode([value.constructor.name, new Uint8Array(value.buffer, value.byteOffset, value.byteLength)])
+      : null,
+  decode: (data) => {
+    const [type, bytes] = decode(data);
+    return new globalThis[type](bytes.slice().buffer);
+  },
+});
+codec.register({
+  type: 2,
+  encode: (value) => (value instanceof ArrayBuffer ? new Uint8Array(value) : null),
+  decode: (data) => data.slice().buffer,
+});
+const pack = (value) => encode(value, { extensionCodec: codec });
+const unpack = (bytes) => decode(bytes, { extensionCodec: codec });
+
+/** This tab's copy of a store, or null where OPFS's sync access handles are missing (a
+ *  page's main thread: the library runs its store in a worker). */
+export async function openCopy(dbName, storeName, uncopied = []) {
+  if (typeof FileSystemSyncAccessHandle === "undefined" || !navigator.storage?.getDirectory) return null;
+  const root = await navigator.storage.getDirectory();
+  const folder = await root.getDirectoryHandle(FOLDER, { create: true });
+  const name = `${encodeURIComponent(dbName)}~${encodeURIComponent(storeName)}`;
+  const directory = await folder.getDirectoryHandle(name, { create: true });
+  const copy = new Copy(directory, `airi-memory-copy:${name}`, uncopied);
+  await copy.startLog();
+  return copy;
+}
+
+class Copy {
+  constructor(directory, lockName, uncopied) {
+    this.directory = directory;
+    this.lockName = lockName; // held while the copy is compared, restored or compacted
+    this.uncopied = uncopied; // key prefixes of derived records, left out of the copy
+    this.log = null; // { name, handle }
+    this.logBytes = 0;
+    this.closedLogBytes = 0; // in closed tabs' logs, as last seen
+    this.compacting = null;
+    this.readStore = null; // set by the store: () => its copied records and clock
+  }
+
+  async startLog() {
+    this.log = await this.newLog();
+  }
+
+  async newLog() {
+    const name = `log-${crypto.randomUUID()}`;
+    const file = await this.directory.getFileHandle(name, { create: true });
+    return { name, handle: await file.createSyncAccessHandle() };
+  }
+
+  copied(key) {
+    return !(typeof key === "string" && this.uncopied.some((prefix) => key.startsWith(prefix)));
+  }
+
+  /** An object store for one readwrite transaction that records what is written through
+   *  it, and numbers the transaction in `CLOCK_KEY` (read first, so every read made
+   *  after it, and so every explicit commit, comes after the number is written). */
+  recorder(objectStore) {
+    const recording = { number: null, ops: [] };
+    const clock = objectStore.get(CLOCK_KEY);
+    clock.onsuccess = () => {
+      recording.number = (Number.isSafeInteger(clock.result) ? clock.result : 0) + 1;
+      objectStore.put(recording.number, CLOCK_KEY);
+    };
+    const wrapped = {
+      put: (value, key) => {
+        if (this.copied(key)) recording.ops.push([PUT, key, value]);
+        return objectStore.put(value, key);
+      },
+      delete: (query) => {
+        if (query instanceof IDBKeyRange) {
+          recording.ops.push([DELETE_RANGE, query.lower, query.upper, query.lowerOpen, query.upperOpen]);
+        } else if (this.copied(query)) recording.ops.push([DELETE, query]);
+        return objectStore.delete(query);
+      },
+      clear: () => {
+        recording.ops.push([CLEAR]);
+        return objectStore.clear();
+      },
+    };
+    const store = new Proxy(objectStore, {
+      get: (target, property) => {
+        if (Object.hasOwn(wrapped, property)) return wrapped[property];
+        const value = target[property];
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    return { store, recording };
+  }
+
+  /** A committed transaction's record, flushed to disk before its write resolves. */
+  append({ number, ops }) {
+    if (!ops.length) return;
+    const payload = pack([number, ops]);
+    const record = new Uint8Array(RECORD_HEADER + payload.length);
+    const view = new DataView(record.buffer);
+    view.setUint32(0, payload.length);
+    view.setInt32(4, CRC32.buf(payload));
+    record.set(payload, RECORD_HEADER);
+    const { handle } = this.log;
+    handle.write(record, { at: handle.getSize() });
+    handle.flush();
+    this.logBytes += record.length;
+    if (this.logBytes + this.closedLogBytes > COMPACT_BYTES) this.compactSoon();
+  }
+
+  compactSoon() {
+    this.compacting ??= this.compact()
+      .catch((error) => console.warn("airi-memory: the store's copy was not compacted", error))
+      .finally(() => {
+        this.compacting = null;
+      });
+    return this.compacting;
+  }
+
+  /** What the copy holds: the newest whole slot's header, and every readable record
+   *  (each log up to its first torn or damaged record), by number. */
+  async state() {
+    const slots = [];
+    const records = new Map();
+    for await (const [name, handle] of this.directory.entries()) {
+      if (handle.kind !== "file") continue;
+      if (SLOTS.includes(name)) slots.push(await slotOf(name, handle));
+      else if (name.startsWith("log-")) {
+        const bytes = name === this.log.name ? readOwn(this.log.handle) : await readFile(handle);
+        for (const record of recordsOf(bytes)) records.set(record.number, record);
+      }
+    }
+    // Newest first. A slot is checked whole (its crc) only when it is read.
+    const whole = slots.filter((s) => s.valid).sort((a, b) => b.through - a.through);
+    const sorted = [...records.values()].sort((a, b) => a.number - b.number);
+    const newest = Math.max(whole[0]?.through ?? 0, sorted.at(-1)?.number ?? 0);
+    return { slots: whole, records: sorted, newest, present: Boolean(whole.length || sorted.length) };
+  }
+
+  /** The newest slot that reads whole, as [its header, a Map of its records]; the other
+   *  one if a crash tore the newest (its records are then still in the logs). */
+  async slotContents(slots) {
+    for (const slot of slots) {
+      const bytes = await readFile(await this.directory.getFileHandle(slot.name));
+      const payload = bytes.subarray(SLOT_HEADER, SLOT_HEADER + slot.length);
+      if (CRC32.buf(payload) !== slot.crc) continue;
+      const [keys, values] = unpack(payload);
+      return [slot, new Map(keys.map((key, i) => [key, values[i]]))];
+    }
+    return [null, new Map()];
+  }
+
+  /** Writes a slot of the store as `readStore` finds it, then drops what it covers:
+   *  this tab's records up to its number and closed tabs' logs. */
+  async compact() {
+    await navigator.locks.request(this.lockName, async () => {
+      const closed = await this.claimClosedLogs(); // before the read: all of theirs is in it
+      const { through, keys, values } = await this.readStore();
+      const [newest] = (await this.state()).slots; // kept: the one a torn write falls back to
+      const target = SLOTS.find((name) => name !== newest?.name);
+      const payload = pack([keys, values]);
+      const header = new DataView(new ArrayBuffer(SLOT_HEADER));
+      header.setUint32(0, MAGIC);
+      header.setUint32(4, VERSION);
+      header.setFloat64(8, through);
+      header.setUint32(16, payload.length);
+      header.setInt32(20, CRC32.buf(payload));
+      const file = await this.directory.getFileHandle(target, { create: true });
+      const slot = await file.createSyncAccessHandle();
+      try {
+        slot.truncate(0);
+        slot.write(new Uint8Array(header.buffer), { at: 0 });
+        slot.write(payload, { at: SLOT_HEADER });
+        slot.flush();
+      } finally {
+        slot.close();
+      }
+      // This tab's records above the slot move to a new log, in one synchronous stretch
+      // after it is opened: no append can come between the read and the switch.
+      const fresh = await this.newLog();
+      const old = this.log;
+      const kept = recordsOf(readOwn(old.handle)).filter((record) => record.number > through);
+      let at = 0;
+      for (const { bytes } of kept) {
+        fresh.handle.write(bytes, { at });
+        at += bytes.length;
+      }
+      fresh.handle.flush();
+      this.log = fresh;
+      this.logBytes = at;
+      old.handle.close();
+      await this.directory.removeEntry(old.name);
+      for (const { name, handle } of closed) {
+        handle.close();
+        await this.directory.removeEntry(name);
+      }
+      this.closedLogBytes = 0;
+    });
+  }
+
+  /** The logs of tabs that are gone (their exclusive handle can be taken), held open. */
+  async claimClosedLogs() {
+    const claimed = [];
+    for await (const [name, handle] of this.directory.entries()) {
+      if (!name.startsWith("log-") || name === this.log.name) continue;
+      try {
+        claimed.push({ name, handle: await handle.createSyncAccessHandle() });
+      } catch {
+        // another tab's, still open
+      }
+    }
+    return claimed;
+  }
+
+  /** The bytes in logs that are not this tab's (for the compaction threshold). */
+  async countClosedLogs() {
+    let bytes = 0;
+    for await (const [name, handle] of this.directory.entries()) {
+      if (name.startsWith("log-") && name !== this.log.name) bytes += (await handle.getFile()).size;
+    }
+    this.closedLogBytes = bytes;
+  }
+}
+
+/** A store's contents rebuilt from a copy's state: its slot, then its records above it. */
+export async function contentsOf(copy, state) {
+  const [slot, contents] = await copy.slotContents(state.slots);
+  replay(contents, state.records, slot?.through ?? 0);
+  return contents;
+}
+
+/** Applies records numbered above `after` to `target`: a Map, or an object store. */
+export function replay(target, records, after) {
+  const isMap = target instanceof Map;
+  for (const { number, ops } of records) {
+    if (number <= after) continue;
+    for (const [kind, ...args] of ops) {
+      if (kind === PUT) isMap ? target.set(args[0], args[1]) : target.put(args[1], args[0]);
+      else if (kind === DELETE) target.delete(args[0]);
+      else if (kind === CLEAR) target.clear();
+      else if (kind === DELETE_RANGE) {
+        const range = rangeOf(...args);
+        if (!isMap) target.delete(range);
+        else for (const key of [...target.keys()]) if (range.includes(key)) target.delete(key);
+      }
+    }
+  }
+}
+
+function rangeOf(lower, upper, lowerOpen, upperOpen) {
+  if (lower === undefined || lower === null) return IDBKeyRange.upperBound(upper, upperOpen);
+  if (upper === undefined || upper === null) return IDBKeyRange.lowerBound(lower, lowerOpen);
+  return IDBKeyRange.bound(lower, upper, lowerOpen, upperOpen);
+}
+
+/** A slot's header, valid when it is ours and the file is as long as it says. */
+async function slotOf(name, handle) {
+  const file = await handle.getFile();
+  const bytes = new Uint8Array(await file.slice(0, SLOT_HEADER).arrayBuffer());
+  if (bytes.length < SLOT_HEADER) return { name, valid: false };
+  const view = new DataView(bytes.buffer);
+  const length = view.getUint32(16);
+  const valid = view.getUint32(0) === MAGIC && view.getUint32(4) === VERSION && file.size >= SLOT_HEADER + length;
+  return { name, valid, through: view.getFloat64(8), length, crc: view.getInt32(20) };
+}
+
+/** A log's records up to the first one that is torn or damaged (a crash mid-append). */
+function recordsOf(bytes) {
+  const records = [];
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let at = 0;
+  while (at + RECORD_HEADER <= bytes.length) {
+    const length = view.getUint32(at);
+    const end = at + RECORD_HEADER + length;
+    if (end > bytes.length) break;
+    const payload = bytes.subarray(at + RECORD_HEADER, end);
+    if (CRC32.buf(payload) !== view.getInt32(at + 4)) break;
+    const [number, ops] = unpack(payload);
+    records.push({ number, ops, bytes: bytes.subarray(at, end) });
+    at = end;
+  }
+  return records;
+}
+
+function readOwn(handle) {
+  const bytes = new Uint8Array(handle.getSize());
+  handle.read(bytes, { at: 0 });
+  return bytes;
+}
+
+async function readFile(handle) {
+  return new Uint8Array(await (await handle.getFile()).arrayBuffer());
+}
