@@ -17,7 +17,7 @@ function createStore(dbName, storeName, { durability, copy: wanted, uncopied = [
   request.onupgradeneeded = () => request.result.createObjectStore(storeName);
   const opened = Promise.all([
     promisifyRequest(request),
-    wanted ? openCopy(dbName, storeName, uncopied) : null,
+    wanted ? openCopy(dbName, storeName, uncopied).catch((error) => copyFailed(error, onEvent)) : null,
   ]).then(async ([db, copy]) => {
     if (copy) {
       copy.readStore = () => readCopied(db, storeName, uncopied);
@@ -42,13 +42,19 @@ function createStore(dbName, storeName, { durability, copy: wanted, uncopied = [
     });
 }
 
+/** No copy for this tab (OPFS refused its files): the store works on, and the app is told. */
+function copyFailed(error, onEvent) {
+  onEvent("storage-copy-failed", { message: String(error?.message ?? error) });
+  return null;
+}
+
 /** A committed write's record into the copy. The write is stored in IndexedDB whatever
  *  happens here, so a failure is told (and the copy rewritten whole), not thrown. */
 function appendOrResync(copy, recording, onEvent) {
   try {
     copy.append(recording);
   } catch (error) {
-    onEvent("storage-copy-failed", { message: String(error?.message ?? error) });
+    copyFailed(error, onEvent);
     copy.compactSoon();
   }
 }
@@ -56,30 +62,47 @@ function appendOrResync(copy, recording, onEvent) {
 /** The store against its copy, under the copy's lock (one tab at a time): restored from
  *  the copy when the copy is ahead (Chromium deleted the store after a crash: its
  *  clock is gone), the copy rewritten when the store is ahead (a write committed but
- *  not yet appended when the tab died, or a store older than its copy). */
+ *  not yet appended when its tab died, or a store older than its copy). The copy is read
+ *  before the clock: a live tab appends only what is committed, so a copy ahead of the
+ *  clock read after it is a store that lost writes, never a tab in mid-write. */
 async function reconcile(db, storeName, copy, onEvent) {
-  let rewrite = false;
   await navigator.locks.request(copy.lockName, async () => {
-    const [clock, firstKeys] = await readonly(db, storeName, (s) => [s.get(CLOCK_KEY), s.getAllKeys(null, 1)]);
-    const state = await copy.state();
-    if (state.present && (clock === undefined || clock < state.newest)) {
-      const whole = clock === undefined || (state.slots[0]?.through ?? 0) > clock;
-      const contents = whole ? await contentsOf(copy, state) : null;
-      const transaction = db.transaction(storeName, "readwrite", { durability: "strict" });
-      const s = transaction.objectStore(storeName);
-      if (whole) for (const [key, value] of contents) s.put(value, key);
-      else replay(s, state.records, clock);
-      s.put(state.newest, CLOCK_KEY);
-      await promisifyRequest(transaction);
-      onEvent("storage-restored", {
-        records: whole ? contents.size : null,
-        from: clock ?? null,
-        through: state.newest,
-      });
-    } else rewrite = state.present ? clock > state.newest : firstKeys.length > 0;
+    for (;;) {
+      const state = await copy.state();
+      copy.slotBytes = state.slots[0]?.length ?? 0;
+      const [clock, firstKeys] = await readonly(db, storeName, (s) => [s.get(CLOCK_KEY), s.getAllKeys(null, 1)]);
+      if (state.present && (clock === undefined || clock < state.newest)) {
+        if (await restore(db, storeName, copy, state, clock, onEvent)) return;
+      } else if (state.present ? clock > state.newest : firstKeys.length > 0) {
+        copy.compactSoon(); // once this lock is let go
+        return;
+      } else {
+        await copy.tidyClosedLogs().catch((error) => onEvent("storage-copy-failed", { message: String(error) }));
+        return;
+      }
+    }
   });
-  if (rewrite) copy.compactSoon();
-  else await copy.countClosedLogs();
+}
+
+/** Writes the copy's records back into the store in one transaction, if its clock is
+ *  still `clock` (else false: another tab wrote meanwhile, and the caller looks again). */
+async function restore(db, storeName, copy, state, clock, onEvent) {
+  const whole = clock === undefined || (state.slots[0]?.through ?? 0) > clock;
+  const contents = whole ? await contentsOf(copy, state) : null;
+  const transaction = db.transaction(storeName, "readwrite", { durability: "strict" });
+  const s = transaction.objectStore(storeName);
+  const check = s.get(CLOCK_KEY);
+  let unchanged = false;
+  check.onsuccess = () => {
+    unchanged = check.result === clock;
+    if (!unchanged) return;
+    if (whole) for (const [key, value] of contents) s.put(value, key);
+    else replay(s, state.records, clock);
+    s.put(state.newest, CLOCK_KEY);
+  };
+  await promisifyRequest(transaction);
+  if (unchanged) onEvent("storage-restored", { records: whole ? contents.size : null, from: clock ?? null, through: state.newest });
+  return unchanged;
 }
 
 /** What the copy holds of the store: every record outside the uncopied prefixes (and

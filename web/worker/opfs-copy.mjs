@@ -11,7 +11,8 @@
 // record's number is its place in IndexedDB's own commit order, whichever tab wrote it.
 //
 // Files, in `airi-memory-copy/<database>~<store>/`:
-//   log-<tab>   records [u32 length][i32 crc32][msgpack [number, ops]], one tab's each
+//   log-<tab>   records [u32 length][i32 crc32 of the rest][f64 number][msgpack ops],
+//               one tab's each
 //               (a sync access handle is exclusive: a tab that can open another's log
 //               knows that tab is gone);
 //   slot-0/1    the whole store as of one number (its "through"), rewritten alternately
@@ -30,8 +31,9 @@ const SLOTS = ["slot-0", "slot-1"];
 const MAGIC = 0x41495243; // "AIRC"
 const VERSION = 1;
 const SLOT_HEADER = 24;
-const RECORD_HEADER = 8;
+const RECORD_HEADER = 16;
 const COMPACT_BYTES = 4 * 2 ** 20;
+const MAX_CLOSED_LOGS = 16;
 // Operations as recorded: [PUT, key, value], [DELETE, key],
 // [DELETE_RANGE, lower, upper, lowerOpen, upperOpen], [CLEAR].
 const PUT = 0;
@@ -83,6 +85,7 @@ class Copy {
     this.log = null; // { name, handle }
     this.logBytes = 0;
     this.closedLogBytes = 0; // in closed tabs' logs, as last seen
+    this.slotBytes = 0; // the newest slot's
     this.compacting = null;
     this.readStore = null; // set by the store: () => its copied records and clock
   }
@@ -140,17 +143,24 @@ class Copy {
   /** A committed transaction's record, flushed to disk before its write resolves. */
   append({ number, ops }) {
     if (!ops.length) return;
-    const payload = pack([number, ops]);
+    const payload = pack(ops);
     const record = new Uint8Array(RECORD_HEADER + payload.length);
     const view = new DataView(record.buffer);
     view.setUint32(0, payload.length);
-    view.setInt32(4, CRC32.buf(payload));
+    view.setFloat64(8, number);
     record.set(payload, RECORD_HEADER);
+    view.setInt32(4, CRC32.buf(record.subarray(8)));
     const { handle } = this.log;
     handle.write(record, { at: handle.getSize() });
     handle.flush();
     this.logBytes += record.length;
-    if (this.logBytes + this.closedLogBytes > COMPACT_BYTES) this.compactSoon();
+    if (this.pastDue(this.logBytes + this.closedLogBytes)) this.compactSoon();
+  }
+
+  /** Whether logs this long call for a slot: at least as long as the last slot, so a
+   *  store is read whole once per its own size of writes (linear time as it grows). */
+  pastDue(logBytes) {
+    return logBytes > Math.max(COMPACT_BYTES, this.slotBytes);
   }
 
   compactSoon() {
@@ -162,8 +172,9 @@ class Copy {
     return this.compacting;
   }
 
-  /** What the copy holds: the newest whole slot's header, and every readable record
-   *  (each log up to its first torn or damaged record), by number. */
+  /** What the copy holds: its slots' headers, newest first, and every readable record
+   *  (each log up to its first torn or damaged record) by number, its operations
+   *  decoded only when asked (`ops`). */
   async state() {
     const slots = [];
     const records = new Map();
@@ -204,6 +215,7 @@ class Copy {
       const [newest] = (await this.state()).slots; // kept: the one a torn write falls back to
       const target = SLOTS.find((name) => name !== newest?.name);
       const payload = pack([keys, values]);
+      this.slotBytes = payload.length;
       const header = new DataView(new ArrayBuffer(SLOT_HEADER));
       header.setUint32(0, MAGIC);
       header.setUint32(4, VERSION);
@@ -257,13 +269,19 @@ class Copy {
     return claimed;
   }
 
-  /** The bytes in logs that are not this tab's (for the compaction threshold). */
-  async countClosedLogs() {
+  /** At start: closed tabs' empty logs removed, the others counted, and a compaction
+   *  begun when they are many or large (every start reads them all). */
+  async tidyClosedLogs() {
     let bytes = 0;
-    for await (const [name, handle] of this.directory.entries()) {
-      if (name.startsWith("log-") && name !== this.log.name) bytes += (await handle.getFile()).size;
+    let files = 0;
+    for (const { name, handle } of await this.claimClosedLogs()) {
+      const size = handle.getSize();
+      handle.close();
+      if (size === 0) await this.directory.removeEntry(name);
+      else [bytes, files] = [bytes + size, files + 1];
     }
     this.closedLogBytes = bytes;
+    if (this.pastDue(bytes) || files > MAX_CLOSED_LOGS) this.compactSoon();
   }
 }
 
@@ -315,13 +333,16 @@ function recordsOf(bytes) {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let at = 0;
   while (at + RECORD_HEADER <= bytes.length) {
-    const length = view.getUint32(at);
-    const end = at + RECORD_HEADER + length;
-    if (end > bytes.length) break;
+    const end = at + RECORD_HEADER + view.getUint32(at);
+    if (end > bytes.length || CRC32.buf(bytes.subarray(at + 8, end)) !== view.getInt32(at + 4)) break;
     const payload = bytes.subarray(at + RECORD_HEADER, end);
-    if (CRC32.buf(payload) !== view.getInt32(at + 4)) break;
-    const [number, ops] = unpack(payload);
-    records.push({ number, ops, bytes: bytes.subarray(at, end) });
+    records.push({
+      number: view.getFloat64(at + 8),
+      bytes: bytes.subarray(at, end),
+      get ops() {
+        return unpack(payload);
+      },
+    });
     at = end;
   }
   return records;
