@@ -5,7 +5,8 @@ the platform's floor, one plain IndexedDB put of a message's JSON text per trans
 awaited until `complete`, with either durability, and the peer's: idb-keyval's `set` of
 the same text. All in one browser run.
 
-Each durability has its own memory system in its own browser context (its own profile,
+Each durability has its own memory system in its own browser profile on disk (an
+incognito context keeps IndexedDB and OPFS in memory, where "strict" flushes nothing),
 so its own IndexedDB: the library keeps every userId in one store, so distinct userIds
 would share the journal, the mirror and the snapshots, and a snapshot that one side's
 turns set off would land in the other's timings). Only one system is open at a time:
@@ -21,8 +22,10 @@ compute beside the turns and blur what durability alone costs. The sessions grow
 turns measured (10 becomes about 350), as in the addMessage benchmark.
 """
 
+import contextlib
+
 import peers
-from harness import BOOT, MAKE_EXPORT, blank_page, ratio, summarise
+from harness import BOOT, MAKE_EXPORT, blank_page, fresh_profile, ratio, summarise
 
 DURABILITIES = ("strict", "relaxed")
 SIZES = {"small": 10, "large": 10_000}
@@ -116,9 +119,18 @@ def _options(durability: str) -> dict:
 
 def run(browser, base_url: str, calls: int) -> list[dict]:
     """``calls`` timed turns per durability and session size, and floor puts per durability."""
-    pages = {durability: blank_page(browser.new_context(), base_url) for durability in DURABILITIES}
-    peers.bundle()
-    floor_page = blank_page(browser.new_context(), base_url)
+    with contextlib.ExitStack() as profiles:
+
+        def on_disk():
+            """A blank page in a profile of its own, on disk."""
+            return blank_page(profiles.enter_context(fresh_profile(browser.browser_type)), base_url)
+
+        pages = {durability: on_disk() for durability in DURABILITIES}
+        peers.bundle()
+        return _measure(pages, on_disk(), calls)
+
+
+def _measure(pages: dict, floor_page, calls: int) -> list[dict]:
     sessions = {}
     for durability, page in pages.items():
         page.evaluate(BOOT, _options(durability))
@@ -147,8 +159,6 @@ def run(browser, base_url: str, calls: int) -> list[dict]:
                 FLOOR_PUTS, {"durability": durability, **share}
             )
         keyval += floor_page.evaluate(KEYVAL_SETS, share)
-    for page in [*pages.values(), floor_page]:
-        page.context.close()
 
     raw_strict = summarise("raw IndexedDB put of a message, strict", floor["strict"])
     raw_relaxed = summarise("raw IndexedDB put of a message, relaxed", floor["relaxed"])

@@ -21,6 +21,7 @@ function createStore(dbName, storeName, { durability, copy: wanted, uncopied = [
   ]).then(async ([db, copy]) => {
     if (copy) {
       copy.readStore = () => readCopied(db, storeName, uncopied);
+      copy.onEvent = onEvent;
       await reconcile(db, storeName, copy, onEvent);
     }
     return { db, copy };

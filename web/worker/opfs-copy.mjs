@@ -15,8 +15,9 @@
 //               one tab's each
 //               (a sync access handle is exclusive: a tab that can open another's log
 //               knows that tab is gone);
-//   slot-0/1    the whole store as of one number (its "through"), rewritten alternately
-//               so a torn rewrite leaves the other: [magic][version][f64 through]
+//   slot-0/1    the whole store as of one number (its "through"), written alternately:
+//               the newer one is written whole before the older one is removed, so a
+//               torn write leaves the older one: [magic][version][f64 through]
 //               [u32 length][i32 crc32][msgpack [keys, values]].
 // A slot is written when this tab's log and the logs of closed tabs pass
 // `COMPACT_BYTES`: it covers every record numbered up to its "through", so this tab's
@@ -34,6 +35,9 @@ const SLOT_HEADER = 24;
 const RECORD_HEADER = 16;
 const COMPACT_BYTES = 4 * 2 ** 20;
 const MAX_CLOSED_LOGS = 16;
+// After a delete, the copy is rewritten this long after the last one, so that what the
+// user deleted does not stay in the copy's files much longer than in IndexedDB's.
+const ERASE_AFTER_MS = 10_000;
 // Operations as recorded: [PUT, key, value], [DELETE, key],
 // [DELETE_RANGE, lower, upper, lowerOpen, upperOpen], [CLEAR].
 const PUT = 0;
@@ -88,6 +92,8 @@ class Copy {
     this.slotBytes = 0; // the newest slot's
     this.compacting = null;
     this.readStore = null; // set by the store: () => its copied records and clock
+    this.onEvent = () => {}; // set by the store: its host's events
+    this.erasing = null; // the timer of a compaction after deletes
   }
 
   async startLog() {
@@ -155,6 +161,10 @@ class Copy {
     handle.flush();
     this.logBytes += record.length;
     if (this.pastDue(this.logBytes + this.closedLogBytes)) this.compactSoon();
+    else if (ops.some(([kind]) => kind !== PUT)) {
+      clearTimeout(this.erasing);
+      this.erasing = setTimeout(() => this.compactSoon(), ERASE_AFTER_MS);
+    }
   }
 
   /** Whether logs this long call for a slot: at least as long as the last slot, so a
@@ -165,7 +175,7 @@ class Copy {
 
   compactSoon() {
     this.compacting ??= this.compact()
-      .catch((error) => console.warn("airi-memory: the store's copy was not compacted", error))
+      .catch((error) => this.onEvent("storage-copy-failed", { message: String(error?.message ?? error) }))
       .finally(() => {
         this.compacting = null;
       });
@@ -209,50 +219,61 @@ class Copy {
   /** Writes a slot of the store as `readStore` finds it, then drops what it covers:
    *  this tab's records up to its number and closed tabs' logs. */
   async compact() {
+    clearTimeout(this.erasing);
     await navigator.locks.request(this.lockName, async () => {
       const closed = await this.claimClosedLogs(); // before the read: all of theirs is in it
-      const { through, keys, values } = await this.readStore();
-      const [newest] = (await this.state()).slots; // kept: the one a torn write falls back to
-      const target = SLOTS.find((name) => name !== newest?.name);
-      const payload = pack([keys, values]);
-      this.slotBytes = payload.length;
-      const header = new DataView(new ArrayBuffer(SLOT_HEADER));
-      header.setUint32(0, MAGIC);
-      header.setUint32(4, VERSION);
-      header.setFloat64(8, through);
-      header.setUint32(16, payload.length);
-      header.setInt32(20, CRC32.buf(payload));
-      const file = await this.directory.getFileHandle(target, { create: true });
-      const slot = await file.createSyncAccessHandle();
       try {
-        slot.truncate(0);
-        slot.write(new Uint8Array(header.buffer), { at: 0 });
-        slot.write(payload, { at: SLOT_HEADER });
-        slot.flush();
+        await this.writeSlot(closed);
       } finally {
-        slot.close();
+        for (const { handle } of closed) handle.close();
       }
-      // This tab's records above the slot move to a new log, in one synchronous stretch
-      // after it is opened: no append can come between the read and the switch.
-      const fresh = await this.newLog();
-      const old = this.log;
-      const kept = recordsOf(readOwn(old.handle)).filter((record) => record.number > through);
-      let at = 0;
-      for (const { bytes } of kept) {
-        fresh.handle.write(bytes, { at });
-        at += bytes.length;
-      }
-      fresh.handle.flush();
-      this.log = fresh;
-      this.logBytes = at;
-      old.handle.close();
-      await this.directory.removeEntry(old.name);
-      for (const { name, handle } of closed) {
-        handle.close();
-        await this.directory.removeEntry(name);
-      }
-      this.closedLogBytes = 0;
     });
+  }
+
+  /** The slot itself, and the logs it makes unneeded removed. */
+  async writeSlot(closed) {
+    const { through, keys, values } = await this.readStore();
+    const [newest] = (await this.state()).slots; // kept until the new one is whole
+    const target = SLOTS.find((name) => name !== newest?.name);
+    const payload = pack([keys, values]);
+    this.slotBytes = payload.length;
+    const header = new DataView(new ArrayBuffer(SLOT_HEADER));
+    header.setUint32(0, MAGIC);
+    header.setUint32(4, VERSION);
+    header.setFloat64(8, through);
+    header.setUint32(16, payload.length);
+    header.setInt32(20, CRC32.buf(payload));
+    const file = await this.directory.getFileHandle(target, { create: true });
+    const slot = await file.createSyncAccessHandle();
+    try {
+      slot.truncate(0);
+      slot.write(new Uint8Array(header.buffer), { at: 0 });
+      slot.write(payload, { at: SLOT_HEADER });
+      slot.flush();
+    } finally {
+      slot.close();
+    }
+    if (newest) await this.directory.removeEntry(newest.name); // superseded, and may hold deleted records
+    // This tab's records above the slot move to a new log, in one synchronous stretch
+    // after it is opened: no append can come between the read and the switch.
+    const fresh = await this.newLog();
+    const old = this.log;
+    const kept = recordsOf(readOwn(old.handle)).filter((record) => record.number > through);
+    let at = 0;
+    for (const { bytes } of kept) {
+      fresh.handle.write(bytes, { at });
+      at += bytes.length;
+    }
+    fresh.handle.flush();
+    this.log = fresh;
+    this.logBytes = at;
+    old.handle.close();
+    await this.directory.removeEntry(old.name);
+    for (const { name, handle } of closed) {
+      handle.close();
+      await this.directory.removeEntry(name);
+    }
+    this.closedLogBytes = 0;
   }
 
   /** The logs of tabs that are gone (their exclusive handle can be taken), held open. */

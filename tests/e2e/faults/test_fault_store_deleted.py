@@ -8,8 +8,10 @@ a SIGKILL between LevelDB's two writes leaves it. The others delete the IndexedD
 while the browser is down, which leaves what Chromium's recovery leaves: nothing.
 """
 
+import json
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -62,6 +64,23 @@ COPY_FILES = """async () => {
   }
   return files;
 }"""
+# Whether any of the copy's files holds `text` (as UTF-8).
+COPY_HOLDS = """async (text) => {
+  const wanted = new TextEncoder().encode(text);
+  const root = await navigator.storage.getDirectory();
+  const folder = await root.getDirectoryHandle('airi-memory-copy');
+  for await (const [, store] of folder.entries()) {
+    for await (const [, file] of store.entries()) {
+      const bytes = new Uint8Array(await (await file.getFile()).arrayBuffer());
+      search: for (let i = 0; i + wanted.length <= bytes.length; i++) {
+        for (let j = 0; j < wanted.length; j++) if (bytes[i + j] !== wanted[j]) continue search;
+        return true;
+      }
+    }
+  }
+  return false;
+}"""
+SLOT_BYTES = "(files) => Math.max(files['slot-0'] ?? 0, files['slot-1'] ?? 0)"
 # Bytes appended to every closed tab's log, as a crash mid-append leaves them.
 TEAR_COPY_LOGS = """async () => {
   const root = await navigator.storage.getDirectory();
@@ -133,6 +152,19 @@ def browser_on_disk(playwright, base_url):
             process = browser.chromium.process
             if process and process.poll() is None:
                 browser.kill()
+
+
+def wait_for_copy(page, holds: str, timeout_s: float = 60) -> dict:
+    """The copy's files once `holds(files)` is true in the page (a compaction runs in the
+    background); TimeoutError with the last files seen."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        files = page.evaluate(COPY_FILES)
+        if page.evaluate(f"({holds})({json.dumps(files)})"):
+            return files
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the copy never came to {holds}: {files}")
+        time.sleep(0.25)
 
 
 def turns(tag: str, count: int, start: int = 0) -> list[str]:
@@ -237,8 +269,8 @@ def test_a_large_copy_is_compacted_and_an_older_store_gets_its_copy(browser_on_d
           for (let i = 0; i < 6; i++) await memory.storage.setItem(`local:app:big-${i}`, `${i}`.repeat(900000));
         }"""
     )
-    page.wait_for_function(f"({COPY_FILES})().then((files) => files['slot-0'] > 4000000)")
-    files = page.evaluate(COPY_FILES)
+    one_log = "Object.keys(files).filter((name) => name.startsWith('log-')).length === 1"
+    files = wait_for_copy(page, f"(files) => ({SLOT_BYTES})(files) > 4000000 && {one_log}")
     logs = [size for name, size in files.items() if name.startswith("log-")]
     assert len(logs) == 1 and logs[0] < 1_000_000  # the slot holds what the log held
     page.evaluate(
@@ -247,6 +279,12 @@ def test_a_large_copy_is_compacted_and_an_older_store_gets_its_copy(browser_on_d
           await memory.storage.removeItem('local:app:big-1');
         }"""
     )
+    # A delete rewrites the copy soon after (10 s): what was deleted leaves its files.
+    deleted = "1" * 1000
+    assert page.evaluate(COPY_HOLDS, deleted)
+    wait_for_copy(page, "(files) => files['slot-1'] > 3000000 && !('slot-0' in files)")
+    assert not page.evaluate(COPY_HOLDS, deleted)
+    assert page.evaluate(COPY_HOLDS, "2" * 1000)
     browser.kill()
     browser.delete_indexeddb()
 
@@ -269,7 +307,7 @@ def test_a_large_copy_is_compacted_and_an_older_store_gets_its_copy(browser_on_d
     # copies it whole, so a deletion after that loses nothing.
     shutil.rmtree(browser.chromium.profile / "Default" / "File System")
     page = browser.page()
-    page.wait_for_function(f"({COPY_FILES})().then((files) => files['slot-0'] > 3500000)")
+    wait_for_copy(page, f"(files) => ({SLOT_BYTES})(files) > 3500000 && {one_log}")
     browser.kill()
     browser.delete_indexeddb()
     page = browser.page(boot=False)
