@@ -122,6 +122,7 @@ export interface TestHooks {
   crash(target: "duckdb" | "embedder"): Promise<null>;
   block(ms: number): Promise<null>;
   failCommits(name: string, count?: number): Promise<null>;
+  failCopies(count?: number): Promise<null>;
 }
 
 export interface MemorySystemMembers extends GeneratedMethods {

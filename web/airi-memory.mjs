@@ -156,6 +156,9 @@ export function openMemorySystem(options = {}) {
       /** The next `count` IndexedDB commits fail with the DOMException `name`
        *  ("QuotaExceededError", "AbortError", ...) after their writes were made. */
       "_test.failCommits": (name, count = 1) => rpc.send({ kind: "test", action: "failCommits", name, count }),
+      /** The next `count` appends to the store's second copy (OPFS) fail, after the
+       *  commit they follow. */
+      "_test.failCopies": (count = 1) => rpc.send({ kind: "test", action: "failCopies", count }),
     });
   }
   for (const [path, member] of Object.entries(handWritten)) setPath(memory, path, member);

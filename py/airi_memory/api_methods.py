@@ -321,6 +321,7 @@ JS_ONLY_MEMBERS: tuple[str, ...] = (
     "startupSnapshot",
     "mounts",
     "quarantined",
+    "restored",
     "addEventListener",
     "removeEventListener",
     "estimateStorage",
@@ -331,4 +332,5 @@ JS_ONLY_MEMBERS: tuple[str, ...] = (
     "_test.crash",
     "_test.block",
     "_test.failCommits",
+    "_test.failCopies",
 )

@@ -11,6 +11,7 @@ import { columnsOfExport, exportOfColumns, openDuckDb } from "./duckdb-engine.mj
 import { createLocalEmbedder } from "./embeddings.mjs";
 import { request } from "./http.mjs";
 import { failNextCommits } from "./idb-apply.mjs";
+import { failNextCopies } from "./opfs-copy.mjs";
 import { openStore } from "./idb-store.mjs";
 import { network } from "./network.mjs";
 import { createTermIndex } from "./term-index.mjs";
@@ -26,6 +27,7 @@ export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeou
     idb: {
       open: (dbName, storeName, options) => openStore(dbName, storeName, { ...options, copy: true, onEvent }),
       failNextCommits,
+      failNextCopies,
     },
     sql,
     tokens: createTokenCounter(runtimeUrl),

@@ -68,6 +68,14 @@ codec.register({
 const pack = (value) => encode(value, { extensionCodec: codec });
 const unpack = (bytes) => decode(bytes, { extensionCodec: codec });
 
+// Only with the facade's testHooks option: the next appends fail as a full disk would
+// fail them, so a test can see the write stand and the copy rewritten.
+let injectedFailures = 0;
+export function failNextCopies(count = 1) {
+  injectedFailures += count;
+  return injectedFailures;
+}
+
 /** This tab's copy of a store, or null where OPFS's sync access handles are missing (a
  *  page's main thread: the library runs its store in a worker). */
 export async function openCopy(dbName, storeName, uncopied = []) {
@@ -149,6 +157,7 @@ class Copy {
   /** A committed transaction's record, flushed to disk before its write resolves. */
   append({ number, ops }) {
     if (!ops.length) return;
+    if (injectedFailures > 0 && injectedFailures--) throw new DOMException("injected by a test", "QuotaExceededError");
     const payload = pack(ops);
     const record = new Uint8Array(RECORD_HEADER + payload.length);
     const view = new DataView(record.buffer);

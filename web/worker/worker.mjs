@@ -253,6 +253,7 @@ async function runTestHook({ action, target, ms, name, count }) {
   if (action === "crash" && target === "duckdb") return host.sql.crashForTest();
   if (action === "crash" && target === "embedder") return host.embedder.crashForTest();
   if (action === "failCommits") return host.idb.failNextCommits(String(name), count ?? 1);
+  if (action === "failCopies") return host.idb.failNextCopies(count ?? 1);
   if (action === "block") {
     setTimeout(() => {
       const until = performance.now() + ms;

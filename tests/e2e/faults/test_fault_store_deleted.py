@@ -20,8 +20,9 @@ from killable import KillableChromium
 BOOT = """async () => {
   const { createMemorySystem } = await import('/airi-memory.mjs');
   window.memory = await createMemorySystem({ userId: 'wiped', retention: { enabled: false },
-    embeddings: { backgroundIndexing: false } });
-  window.restoredEvents = [];
+    embeddings: { backgroundIndexing: false }, testHooks: true });
+  window.copyEvents = [];
+  memory.addEventListener('storage-copy-failed', (event) => copyEvents.push(event.detail));
   return memory.restored;
 }"""
 # `turns` messages into the first session (made if none), each tab's own app values.
@@ -314,3 +315,22 @@ def test_a_large_copy_is_compacted_and_an_older_store_gets_its_copy(browser_on_d
     assert page.evaluate(BOOT)["from"] is None
     assert page.evaluate(big) == ["small now", None, *[[i, 900000] for i in kept]]
     assert page.evaluate(READ_BACK, [])["messages"] == {"kept": turns("a", 3)}
+
+
+def test_a_write_its_copy_misses_stands_and_the_copy_is_rewritten(browser_on_disk):
+    browser = browser_on_disk
+    page = browser.page()
+    page.evaluate(WRITE, {"turns": 3, "tag": "a"})
+    page.evaluate("() => memory._test.failCopies(1)")
+    page.evaluate(WRITE, {"turns": 1, "tag": "b"})  # resolves: IndexedDB has it
+    events = page.evaluate("copyEvents")
+    assert [event["message"] for event in events] == ["injected by a test"]
+    wait_for_copy(page, f"(files) => ({SLOT_BYTES})(files) > 0")  # rewritten from IndexedDB
+    browser.kill()
+    browser.delete_indexeddb()
+
+    page = browser.page(boot=False)
+    assert page.evaluate(BOOT)["from"] is None
+    stored = page.evaluate(READ_BACK, ["a", "b"])
+    assert stored["messages"] == {"kept": [*turns("a", 3), "b 0"]}
+    assert stored["app"]["b"] == {"tag": "b", "turns": 1}
