@@ -19,7 +19,7 @@ export async function exampleApp(): Promise<string[]> {
   const memory: MemorySystem = await opening.whenReady;
   const seen: string[] = [await early, String(memory.ready + memory.bootMs), memory.userId];
   seen.push(memory.versions.pyodide, memory.versions.airiMemory, ...memory.mounts);
-  seen.push(String(memory.bootPhases.python ?? 0), String(memory.quarantined.length));
+  seen.push(String(memory.bootPhases.python ?? 0), String(memory.quarantined.length), String(memory.restored?.through ?? "none"));
   const loaded: MemorySystem = await memory.whenLoaded;
   seen.push(String(loaded.loaded ?? 0), loaded.versions.duckdb ?? "no DuckDB", String(loaded.bootPhases.loaded ?? 0));
   const again = await createMemorySystem({ userId: "bob", baseUrl: "/dist/" });
@@ -137,6 +137,7 @@ export async function exampleApp(): Promise<string[]> {
   await memory._test?.block(10);
   await memory._test?.crash("duckdb");
   await memory._test?.failCommits("QuotaExceededError", 2);
+  await memory._test?.failCopies(1);
   await memory.close();
   return seen;
 }
