@@ -12,15 +12,15 @@ import { CLOCK_KEY, contentsOf, openCopy, replay } from "./opfs-copy.mjs";
 // - with `copy` (where OPFS allows it: a worker), a second copy in OPFS (opfs-copy.mjs):
 //   every committed readwrite transaction is appended to it before it resolves, and the
 //   store is compared with it, and restored from it if behind, before its first use.
-function createStore(dbName, storeName, { durability, copy: wanted, uncopied = [], onEvent = () => {} }) {
+function createStore(dbName, storeName, { durability, copy: wanted, copied = {}, onEvent = () => {} }) {
   const request = indexedDB.open(dbName);
   request.onupgradeneeded = () => request.result.createObjectStore(storeName);
   const opened = Promise.all([
     promisifyRequest(request),
-    wanted ? openCopy(dbName, storeName, uncopied).catch((error) => copyFailed(error, onEvent)) : null,
+    wanted ? openCopy(dbName, storeName, copied).catch((error) => copyFailed(error, onEvent)) : null,
   ]).then(async ([db, copy]) => {
     if (copy) {
-      copy.readStore = () => readCopied(db, storeName, uncopied);
+      copy.readStore = () => readCopied(db, storeName, copy.scope);
       copy.onEvent = onEvent;
       await reconcile(db, storeName, copy, onEvent);
     }
@@ -78,7 +78,7 @@ async function reconcile(db, storeName, copy, onEvent) {
         copy.compactSoon(); // once this lock is let go
         return;
       } else {
-        await copy.tidyClosedLogs().catch((error) => onEvent("storage-copy-failed", { message: String(error) }));
+        copy.tidySoon(); // once this lock is let go: not on the way to the first read
         return;
       }
     }
@@ -106,10 +106,10 @@ async function restore(db, storeName, copy, state, clock, onEvent) {
   return unchanged;
 }
 
-/** What the copy holds of the store: every record outside the uncopied prefixes (and
- *  the clock), with the clock, read in one transaction. */
-async function readCopied(db, storeName, uncopied) {
-  const ranges = rangesOutside(uncopied);
+/** What the copy holds of the store: every record in its scope (the clock aside), with
+ *  the clock, read in one transaction. */
+async function readCopied(db, storeName, scope) {
+  const ranges = scope.ranges();
   const reads = await readonly(db, storeName, (s) => [
     s.get(CLOCK_KEY),
     ...ranges.flatMap((range) => [s.getAllKeys(range), s.getAll(range)]),
@@ -124,19 +124,6 @@ async function readCopied(db, storeName, uncopied) {
     });
   }
   return { through: reads[0] ?? 0, keys, values };
-}
-
-/** Key ranges that together hold every key not under one of `prefixes`. */
-function rangesOutside(prefixes) {
-  const sorted = [...prefixes].sort();
-  if (!sorted.length) return [undefined];
-  const ranges = [IDBKeyRange.upperBound(sorted[0], true)];
-  sorted.forEach((prefix, i) => {
-    const after = `${prefix}\uffff`;
-    const next = sorted[i + 1];
-    ranges.push(next === undefined ? IDBKeyRange.lowerBound(after, true) : IDBKeyRange.bound(after, next, true, true));
-  });
-  return ranges;
 }
 
 /** The results of the requests `make` makes in one readonly transaction. */

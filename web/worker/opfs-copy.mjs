@@ -78,22 +78,22 @@ export function failNextCopies(count = 1) {
 
 /** This tab's copy of a store, or null where OPFS's sync access handles are missing (a
  *  page's main thread: the library runs its store in a worker). */
-export async function openCopy(dbName, storeName, uncopied = []) {
+export async function openCopy(dbName, storeName, scope = {}) {
   if (typeof FileSystemSyncAccessHandle === "undefined" || !navigator.storage?.getDirectory) return null;
   const root = await navigator.storage.getDirectory();
   const folder = await root.getDirectoryHandle(FOLDER, { create: true });
   const name = `${encodeURIComponent(dbName)}~${encodeURIComponent(storeName)}`;
   const directory = await folder.getDirectoryHandle(name, { create: true });
-  const copy = new Copy(directory, `airi-memory-copy:${name}`, uncopied);
+  const copy = new Copy(directory, `airi-memory-copy:${name}`, new Scope(scope));
   await copy.startLog();
   return copy;
 }
 
 class Copy {
-  constructor(directory, lockName, uncopied) {
+  constructor(directory, lockName, scope) {
     this.directory = directory;
     this.lockName = lockName; // held while the copy is compared, restored or compacted
-    this.uncopied = uncopied; // key prefixes of derived records, left out of the copy
+    this.scope = scope; // the keys copied
     this.log = null; // { name, handle }
     this.logBytes = 0;
     this.closedLogBytes = 0; // in closed tabs' logs, as last seen
@@ -114,10 +114,6 @@ class Copy {
     return { name, handle: await file.createSyncAccessHandle() };
   }
 
-  copied(key) {
-    return !(typeof key === "string" && this.uncopied.some((prefix) => key.startsWith(prefix)));
-  }
-
   /** An object store for one readwrite transaction that records what is written through
    *  it, and numbers the transaction in `CLOCK_KEY` (read first, so every read made
    *  after it, and so every explicit commit, comes after the number is written). */
@@ -130,13 +126,15 @@ class Copy {
     };
     const wrapped = {
       put: (value, key) => {
-        if (this.copied(key)) recording.ops.push([PUT, key, value]);
+        if (this.scope.holds(key)) recording.ops.push([PUT, key, value]);
         return objectStore.put(value, key);
       },
       delete: (query) => {
         if (query instanceof IDBKeyRange) {
-          recording.ops.push([DELETE_RANGE, query.lower, query.upper, query.lowerOpen, query.upperOpen]);
-        } else if (this.copied(query)) recording.ops.push([DELETE, query]);
+          if (this.scope.meets(query.lower, query.upper)) {
+            recording.ops.push([DELETE_RANGE, query.lower, query.upper, query.lowerOpen, query.upperOpen]);
+          }
+        } else if (this.scope.holds(query)) recording.ops.push([DELETE, query]);
         return objectStore.delete(query);
       },
       clear: () => {
@@ -299,8 +297,14 @@ class Copy {
     return claimed;
   }
 
-  /** At start: closed tabs' empty logs removed, the others counted, and a compaction
-   *  begun when they are many or large (every start reads them all). */
+  /** Closed tabs' empty logs removed, the others counted, and a compaction begun when
+   *  they are many or large (every start reads them all), under the copy's lock. */
+  tidySoon() {
+    navigator.locks
+      .request(this.lockName, () => this.tidyClosedLogs())
+      .catch((error) => this.onEvent("storage-copy-failed", { message: String(error?.message ?? error) }));
+  }
+
   async tidyClosedLogs() {
     let bytes = 0;
     let files = 0;
@@ -313,6 +317,54 @@ class Copy {
     this.closedLogBytes = bytes;
     if (this.pastDue(bytes) || files > MAX_CLOSED_LOGS) this.compactSoon();
   }
+}
+
+/** The keys a copy holds: those under one of the `within` prefixes (every key, without
+ *  any), except those under one of the `except` prefixes (derived records). */
+export class Scope {
+  constructor({ within = [], except = [] } = {}) {
+    this.within = [...within].sort();
+    this.except = [...except].sort();
+  }
+
+  holds(key) {
+    const under = (prefix) => typeof key === "string" && key.startsWith(prefix);
+    return (!this.within.length || this.within.some(under)) && !this.except.some(under);
+  }
+
+  /** Whether the keys from `lower` to `upper` (undefined: no bound) may hold one in
+   *  scope: not when both lie under one `except` prefix, or outside every `within`. */
+  meets(lower, upper) {
+    const under = (key, prefix) => typeof key === "string" && key.startsWith(prefix);
+    if (this.except.some((prefix) => under(lower, prefix) && under(upper, prefix))) return false;
+    const reaches = (prefix) =>
+      (lower === undefined || lower <= `${prefix}\uffff`) && (upper === undefined || upper >= prefix);
+    return !this.within.length || this.within.some(reaches);
+  }
+
+  /** Key ranges that together hold exactly the keys in scope (for reading them all). */
+  ranges() {
+    const spans = this.within.length ? this.within.map((prefix) => [prefix, `${prefix}\uffff`]) : [[null, null]];
+    const ranges = [];
+    for (const [low, high] of spans) {
+      let from = low; // the next range starts after this key (null: at the first key)
+      let open = false;
+      for (const prefix of this.except) {
+        if ((low !== null && prefix < low) || (high !== null && prefix > high)) continue;
+        ranges.push(between(from, prefix, open, true));
+        [from, open] = [`${prefix}\uffff`, true];
+      }
+      ranges.push(between(from, high, open, false));
+    }
+    return ranges;
+  }
+}
+
+function between(low, high, lowOpen, highOpen) {
+  if (low === null && high === null) return undefined; // every key
+  if (low === null) return IDBKeyRange.upperBound(high, highOpen);
+  if (high === null) return IDBKeyRange.lowerBound(low, lowOpen);
+  return IDBKeyRange.bound(low, high, lowOpen, highOpen);
 }
 
 /** A store's contents rebuilt from a copy's state: its slot, then its records above it. */

@@ -74,10 +74,17 @@ async def open_browser_system(
     (``MemorySystem.open``), and loads the rest in the background."""
     durability = parse_options(raw_options).durability
     storage = Storage(MemoryDriver())
-    # Both mounts in one database. Snapshots are derived (rebuilt from the records), and
-    # the largest records: the store's second copy leaves them out.
-    snapshots = f"{LOCAL_BASE}:{SNAPSHOT.removeprefix(LOCAL_MOUNT + ':')}"
-    database = IndexedDbDriver(host.idb, durability=durability, uncopied=[snapshots])
+    # Both mounts in one database, which other code of the page may share (AIRI's own
+    # unstorage uses the same default names). The store's second copy holds the mounts'
+    # records but the snapshots: those are derived (rebuilt from the records), and the
+    # largest records.
+    snapshots = f"{LOCAL_BASE}:{SNAPSHOT.removeprefix(LOCAL_MOUNT + ':')}:"
+    database = IndexedDbDriver(
+        host.idb,
+        durability=durability,
+        copy_within=[f"{LOCAL_BASE}:", f"{OUTBOX_BASE}:"],
+        copy_except=[snapshots],
+    )
     storage.mount(LOCAL_MOUNT, database.view(LOCAL_BASE))
     storage.mount(OUTBOX_MOUNT, database.view(OUTBOX_BASE))
     local = (lambda config: LocalEmbedder(config, host.embedder)) if local_model else None

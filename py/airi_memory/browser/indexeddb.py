@@ -59,11 +59,14 @@ class IndexedDbDriver(Driver):
         db_name: str = DEFAULT_DB_NAME,
         store_name: str = DEFAULT_STORE_NAME,
         durability: str = "strict",
-        uncopied: Sequence[str] = (),
+        copy_within: Sequence[str] = (),
+        copy_except: Sequence[str] = (),
     ) -> None:
-        # `uncopied`: key prefixes of derived records the store's second copy (OPFS, in a
-        # worker: web/worker/opfs-copy.mjs) leaves out, as full keys of this store.
-        options = to_javascript({"durability": durability, "uncopied": list(uncopied)})
+        # What the store's second copy (OPFS, in a worker: web/worker/opfs-copy.mjs) holds,
+        # as prefixes of this store's full keys: the keys under one of `copy_within`
+        # (every key without any), but not under one of `copy_except` (derived records).
+        copied = {"within": list(copy_within), "except": list(copy_except)}
+        options = to_javascript({"durability": durability, "copied": copied})
         self._store = idb_host.open(db_name, store_name, options)
         self._prefix = f"{base}:" if base else ""
         self._whole: IndexedDbDriver | None = None  # the store's driver, for a mount's view
