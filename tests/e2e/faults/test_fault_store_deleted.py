@@ -60,8 +60,11 @@ COPY_FILES = """async () => {
     return {};
   }
   const files = {};
-  for await (const [, store] of folder.entries()) {
-    for await (const [name, file] of store.entries()) files[name] = (await file.getFile()).size;
+  // Under the copy's own lock (the origin's, the worker's too): no compaction mid-listing.
+  for await (const [storeName, store] of folder.entries()) {
+    await navigator.locks.request(`airi-memory-copy:${storeName}`, async () => {
+      for await (const [name, file] of store.entries()) files[name] = (await file.getFile()).size;
+    });
   }
   return files;
 }"""
@@ -70,7 +73,7 @@ COPY_HOLDS = """async (text) => {
   const wanted = new TextEncoder().encode(text);
   const root = await navigator.storage.getDirectory();
   const folder = await root.getDirectoryHandle('airi-memory-copy');
-  for await (const [, store] of folder.entries()) {
+  const holds = async (store) => {
     for await (const [, file] of store.entries()) {
       const bytes = new Uint8Array(await (await file.getFile()).arrayBuffer());
       search: for (let i = 0; i + wanted.length <= bytes.length; i++) {
@@ -78,6 +81,10 @@ COPY_HOLDS = """async (text) => {
         return true;
       }
     }
+    return false;
+  };
+  for await (const [storeName, store] of folder.entries()) {
+    if (await navigator.locks.request(`airi-memory-copy:${storeName}`, () => holds(store))) return true;
   }
   return false;
 }"""
