@@ -2,8 +2,9 @@
 
 ``py/airi_memory/api_methods.py`` is the one source: ``write_facade_files(folder)`` writes
 ``airi-memory-methods.mjs`` (imported by ``airi-memory.mjs``: one forwarder per wire
-name) and ``airi-memory.d.ts`` (every method typed; pydantic models and ``TypedDict``s
-as named types, from the JSON Schemas pydantic gives, converted by ``ts_from_schema``).
+name, and where the browser's mounts are stored, from ``airi_memory.storage``) and
+``airi-memory.d.ts`` (every method typed; pydantic models and ``TypedDict``s as named
+types, from the JSON Schemas pydantic gives, converted by ``ts_from_schema``).
 The JS-only part of the declarations (the app's functions, events, boot) is written by
 hand in ``web/airi-memory.handwritten.d.ts`` and appended.
 
@@ -26,11 +27,24 @@ from airi_memory import models  # noqa: E402
 from airi_memory.api_methods import METHODS, Method  # noqa: E402
 from airi_memory.models import json_schemas  # noqa: E402
 from airi_memory.options import SystemOptions  # noqa: E402
+from airi_memory.storage import (  # noqa: E402
+    BROWSER_DB_NAME,
+    BROWSER_STORE_NAME,
+    LOCAL_BASE,
+    OUTBOX_BASE,
+)
 from ts_from_schema import TsWriter  # noqa: E402
 
 METHODS_MODULE = "airi-memory-methods.mjs"
 DECLARATIONS = "airi-memory.d.ts"
 HANDWRITTEN_DECLARATIONS = ROOT / "web" / "airi-memory.handwritten.d.ts"
+
+
+STORED = {
+    "dbName": BROWSER_DB_NAME,
+    "storeName": BROWSER_STORE_NAME,
+    "bases": [LOCAL_BASE, OUTBOX_BASE],
+}
 
 
 class WireSchema(GenerateJsonSchema):
@@ -123,6 +137,8 @@ def method_map(methods: tuple[Method, ...] = METHODS) -> str:
         "// Each wire name is the facade path; `required` leading parameters are always sent\n"
         "// (missing ones as null), optional ones only up to the last one given.\n"
         "export const METHODS = {\n" + "\n".join(lines) + "\n};\n"
+        "\n// Where the mounts' records are, for eraseMemorySystem (no Python runs for it).\n"
+        f"export const STORED = {json.dumps(STORED)};\n"
     )
 
 

@@ -169,3 +169,17 @@ export function createMemorySystem(options?: MemorySystemOptions): Promise<Memor
 /** The memory system at once: calls made before it is ready are queued and sent once
  *  boot is done (rejecting with boot's error if it fails); `whenReady` says when. */
 export function openMemorySystem(options?: MemorySystemOptions): OpeningMemorySystem;
+
+/** What eraseMemorySystem removed. */
+export interface ErasedMemory {
+  /** IndexedDB records (the mounts' records and the copy's clock aside). */
+  records: number;
+  /** Files of the second copy in OPFS. */
+  copyFiles: number;
+}
+
+/** Erases everything the library stored in this browser (IndexedDB records of its mounts
+ *  and the OPFS copy); other code's records stay. Every memory system of the origin must
+ *  be closed first, else it rejects with MemoryInUseError and erases nothing. Records
+ *  already synced stay on the server and come back at the next sync. */
+export function eraseMemorySystem(options?: { baseUrl?: string | URL }): Promise<ErasedMemory>;

@@ -10,7 +10,7 @@
 // here do page-side work too) posts one message to it and resolves with plain JS values. Errors raised in Python reject with an Error whose
 // `name` is the Python exception type and whose `message` is the Python message.
 
-import { METHODS } from "./airi-memory-methods.mjs";
+import { METHODS, STORED } from "./airi-memory-methods.mjs";
 
 // close() waits this long past timeouts.closeMs (Python's own bound on finishing queued
 // writes) for the worker's answer, then ends the worker regardless.
@@ -207,6 +207,30 @@ export function openMemorySystem(options = {}) {
     );
   memory.whenLoaded.catch(() => {});
   return memory;
+}
+
+/**
+ * Erases everything the library stored in this browser for this origin: sessions,
+ * messages, summaries, vectors, the app's `local:` values, the sync outbox, and the
+ * second copy (OPFS). Other code's records in the same IndexedDB store stay. It needs
+ * every memory system of the origin closed (`memory.close()`, in every tab): otherwise it
+ * rejects with MemoryInUseError, erasing nothing. A system opened meanwhile waits for it.
+ * Records already synced stay on the sync server, and come back at the next sync.
+ * @param {{ baseUrl?: string | URL }} [options]
+ * @returns {Promise<import("./airi-memory.d.ts").ErasedMemory>}
+ */
+export async function eraseMemorySystem({ baseUrl } = {}) {
+  const worker = new Worker(new URL("runtime/worker.mjs", new URL(baseUrl ?? "./", import.meta.url)), {
+    type: "module",
+    name: "airi-memory-erase",
+  });
+  const rpc = connect(worker, new EventTarget(), new Map());
+  try {
+    return await rpc.send({ kind: "erase", stored: STORED });
+  } finally {
+    rpc.close();
+    worker.terminate();
+  }
 }
 
 // One forwarder per entry of the generated method map, nested by path

@@ -1,7 +1,7 @@
 // An app written against the generated airi-memory.d.ts: it calls every facade method
 // with correctly typed arguments and reads fields of the results. tests/unit/test_facade.py
 // compiles it with `tsc --noEmit` (strict) and checks that it names every method.
-import { createMemorySystem, openMemorySystem } from "airi-memory";
+import { createMemorySystem, eraseMemorySystem, openMemorySystem } from "airi-memory";
 import type { BootProgress, ChatHistoryItem, ChatSessionMeta, MemorySystem } from "airi-memory";
 
 const progress: number[] = [];
@@ -139,5 +139,7 @@ export async function exampleApp(): Promise<string[]> {
   await memory._test?.failCommits("QuotaExceededError", 2);
   await memory._test?.failCopies(1);
   await memory.close();
+  const erased = await eraseMemorySystem({ baseUrl: "/dist/" }); // once every system is closed
+  seen.push(String(erased.records + erased.copyFiles));
   return seen;
 }

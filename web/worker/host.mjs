@@ -18,6 +18,7 @@ import { createTermIndex } from "./term-index.mjs";
 import { createVectorScan } from "./vector-scan.mjs";
 
 export { setOnline } from "./network.mjs"; // the worker passes on what the page says
+export { eraseStore } from "./erase.mjs"; // eraseMemorySystem's work, with no system booted
 import { createTokenCounter } from "./tokens.mjs";
 
 export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeouts = {}, startSqlWhen }) {

@@ -3,6 +3,7 @@
 // listing and clearing work on a key range, so a mount never sees or wipes another's keys.
 import { del, get, getMany, promisifyRequest, set, setMany } from "idb-keyval";
 
+import { holdOpen } from "./erase.mjs";
 import { applyTo, Known, logKey, prefixRange } from "./idb-apply.mjs";
 import { CLOCK_KEY, contentsOf, openCopy, replay } from "./opfs-copy.mjs";
 
@@ -12,20 +13,24 @@ import { CLOCK_KEY, contentsOf, openCopy, replay } from "./opfs-copy.mjs";
 // - with `copy` (where OPFS allows it: a worker), a second copy in OPFS (opfs-copy.mjs):
 //   every committed readwrite transaction is appended to it before it resolves, and the
 //   store is compared with it, and restored from it if behind, before its first use.
+//   A store with a copy is a memory system's: it holds the store's open lock while its
+//   worker lives (erase.mjs), and waits for an erase in progress before it opens.
 function createStore(dbName, storeName, { durability, copy: wanted, copied = {}, onEvent = () => {} }) {
-  const request = indexedDB.open(dbName);
-  request.onupgradeneeded = () => request.result.createObjectStore(storeName);
-  const opened = Promise.all([
-    promisifyRequest(request),
-    wanted ? openCopy(dbName, storeName, copied).catch((error) => copyFailed(error, onEvent)) : null,
-  ]).then(async ([db, copy]) => {
+  const opened = (async () => {
+    if (wanted) await holdOpen(dbName, storeName);
+    const request = indexedDB.open(dbName);
+    request.onupgradeneeded = () => request.result.createObjectStore(storeName);
+    const [db, copy] = await Promise.all([
+      promisifyRequest(request),
+      wanted ? openCopy(dbName, storeName, copied).catch((error) => copyFailed(error, onEvent)) : null,
+    ]);
     if (copy) {
       copy.readStore = () => readCopied(db, storeName, copy.scope);
       copy.onEvent = onEvent;
       await reconcile(db, storeName, copy, onEvent);
     }
     return { db, copy };
-  });
+  })();
   return (mode, callback) =>
     opened.then(({ db, copy }) => {
       const transaction = db.transaction(storeName, mode, { durability });

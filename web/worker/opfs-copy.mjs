@@ -82,11 +82,54 @@ export async function openCopy(dbName, storeName, scope = {}) {
   if (typeof FileSystemSyncAccessHandle === "undefined" || !navigator.storage?.getDirectory) return null;
   const root = await navigator.storage.getDirectory();
   const folder = await root.getDirectoryHandle(FOLDER, { create: true });
-  const name = `${encodeURIComponent(dbName)}~${encodeURIComponent(storeName)}`;
+  const { name, lockName } = placeOf(dbName, storeName);
   const directory = await folder.getDirectoryHandle(name, { create: true });
-  const copy = new Copy(directory, `airi-memory-copy:${name}`, new Scope(scope));
+  const copy = new Copy(directory, lockName, new Scope(scope));
   await copy.startLog();
   return copy;
+}
+
+/** A store's copy folder (in `FOLDER`) and the Web Lock its readers and writers share. */
+function placeOf(dbName, storeName) {
+  const name = `${encodeURIComponent(dbName)}~${encodeURIComponent(storeName)}`;
+  return { name, lockName: `airi-memory-copy:${name}` };
+}
+
+// A terminated worker's sync access handles are let go a moment after its Web Locks are.
+const REMOVE_TRIES = 50;
+const REMOVE_RETRY_MS = 100;
+
+/** Removes a store's copy, every file of it, under its lock; resolves to the number of
+ *  files removed (0 when there was none). The caller makes sure no tab has the store
+ *  open (erase.mjs): a live tab's log is held, and could not be removed. */
+export async function removeCopy(dbName, storeName) {
+  if (!navigator.storage?.getDirectory) return 0;
+  const { name, lockName } = placeOf(dbName, storeName);
+  return navigator.locks.request(lockName, async () => {
+    const root = await navigator.storage.getDirectory();
+    const folder = await root.getDirectoryHandle(FOLDER).catch(notFoundAsNull);
+    const directory = await folder?.getDirectoryHandle(name).catch(notFoundAsNull);
+    if (!directory) return 0;
+    let files = 0;
+    for await (const _ of directory.keys()) files += 1;
+    for (let tries = 1; ; tries += 1) {
+      try {
+        await folder.removeEntry(name, { recursive: true });
+        break;
+      } catch (error) {
+        if (error?.name !== "NoModificationAllowedError" || tries === REMOVE_TRIES) throw error;
+        await new Promise((resolve) => setTimeout(resolve, REMOVE_RETRY_MS));
+      }
+    }
+    const others = await folder.keys().next();
+    if (others.done) await root.removeEntry(FOLDER).catch(() => {}); // a store's copy may be starting
+    return files;
+  });
+}
+
+function notFoundAsNull(error) {
+  if (error?.name === "NotFoundError") return null;
+  throw error;
 }
 
 class Copy {

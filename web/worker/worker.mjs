@@ -3,7 +3,7 @@
 // imported), is ready once Python has read the sessions, then forwards each facade
 // call to the Python core and posts back plain JS values. Calls that need the history
 // in DuckDB wait in Python until start-up has loaded it ("loaded").
-import { createBrowserHost, setOnline } from "./host.mjs";
+import { createBrowserHost, eraseStore, setOnline } from "./host.mjs";
 import { readSitePackages, writeSitePackages } from "./site-packages.mjs";
 
 const runtimeUrl = new URL("./", import.meta.url).href;
@@ -276,6 +276,9 @@ self.onmessage = async ({ data }) => {
       self.postMessage({ id, ok: true, value: await loading });
     } else if (kind === "close") {
       self.postMessage({ id, ok: true, value: await close() });
+    } else if (kind === "erase") {
+      const { dbName, storeName, bases } = data.stored;
+      self.postMessage({ id, ok: true, value: await eraseStore(dbName, storeName, bases) });
     } else if (kind === "test") {
       self.postMessage({ id, ok: true, value: await runTestHook(data) });
     } else {

@@ -13,12 +13,9 @@ from typing import Any
 from pyodide.ffi import JsException, JsProxy, to_js
 
 from ..errors import StorageQuotaError, StorageWriteError, WriteConflictError
+from ..storage import BROWSER_DB_NAME, BROWSER_STORE_NAME
 from ..storage.driver import Driver, Guard, LogAppend, log_number, parse_head
 from .ffi import to_javascript, to_python
-
-DEFAULT_DB_NAME = "keyval-store"
-DEFAULT_STORE_NAME = "keyval"
-
 
 # Why IndexedDB aborts a transaction on its own: the write was not stored, and trying
 # again later may work. Other errors (a value it cannot clone ...) are our bugs: raised.
@@ -56,8 +53,8 @@ class IndexedDbDriver(Driver):
         self,
         idb_host: Any,
         base: str = "",
-        db_name: str = DEFAULT_DB_NAME,
-        store_name: str = DEFAULT_STORE_NAME,
+        db_name: str = BROWSER_DB_NAME,
+        store_name: str = BROWSER_STORE_NAME,
         durability: str = "strict",
         copy_within: Sequence[str] = (),
         copy_except: Sequence[str] = (),
