@@ -3,7 +3,8 @@ resolves, with durability 'strict' (the default: IndexedDB flushed the commit to
 and 'relaxed' (the browser has it), at a session of 10 messages and of 10,000, beside
 the platform's floor, one plain IndexedDB put of a message's JSON text per transaction
 awaited until `complete`, with either durability, and the peer's: idb-keyval's `set` of
-the same text. All in one browser run.
+the same text; and the floor of any write guarded against other tabs (a read, then the
+writes and the commit: two round trips to IndexedDB). All in one browser run.
 
 Each durability has its own memory system in its own browser profile on disk (an
 incognito context keeps IndexedDB and OPFS in memory, where "strict" flushes nothing),
@@ -90,6 +91,36 @@ FLOOR_PUTS = """async ({ durability, warmup, start, stop }) => {
     return times;
 }"""
 
+# The floor of a write guarded against other tabs, as ours is: one strict transaction that
+# reads a record first (the session, whose updatedAt the guard checks) and only once the
+# read is back puts the message and the record and commits: two round trips to IndexedDB
+# where a blind put takes one. No journal, no copy, no Python.
+FLOOR_GUARDED = """async ({ warmup, start, stop }) => {
+    const guarded = (key, i) => new Promise((resolve, reject) => {
+        const message = { id: `floor${String(i).padStart(16, '0')}`, role: 'user',
+                          content: `new turn ${i} about the garden`, createdAt: Date.now() };
+        const transaction = floorDb.transaction('messages', 'readwrite', { durability: 'strict' });
+        transaction.oncomplete = resolve;
+        transaction.onerror = transaction.onabort = () => reject(transaction.error);
+        const store = transaction.objectStore('messages');
+        const session = store.get('guarded:session');
+        session.onsuccess = () => {
+            const meta = session.result ? JSON.parse(session.result) : { title: 'floor', updatedAt: 0 };
+            store.put(JSON.stringify(message), key);
+            store.put(JSON.stringify({ ...meta, updatedAt: meta.updatedAt + 1 }), 'guarded:session');
+            transaction.commit();
+        };
+    });
+    for (let i = 0; i < warmup; i++) await guarded(`guarded:warm-up:${start}:${i}`, i);
+    const times = [];
+    for (let i = start; i < stop; i++) {
+        const t = performance.now();
+        await guarded(`guarded:${i}`, i);
+        times.push(performance.now() - t);
+    }
+    return times;
+}"""
+
 # The peer's floor: idb-keyval's `set` of the same message (its own store, its own
 # transaction per call, the browser's default durability), awaited.
 KEYVAL_SETS = """async ({ warmup, start, stop }) => {
@@ -139,7 +170,7 @@ def _measure(pages: dict, floor_page, calls: int) -> list[dict]:
     floor_page.evaluate(OPEN_FLOOR)
     ours = {(durability, size): [] for durability in DURABILITIES for size in SIZES}
     floor = {durability: [] for durability in DURABILITIES}
-    keyval = []
+    keyval, guarded = [], []
     for round_number in range(ROUNDS):
         order = DURABILITIES if round_number % 2 == 0 else DURABILITIES[::-1]
         share = {
@@ -159,15 +190,19 @@ def _measure(pages: dict, floor_page, calls: int) -> list[dict]:
                 FLOOR_PUTS, {"durability": durability, **share}
             )
         keyval += floor_page.evaluate(KEYVAL_SETS, share)
+        guarded += floor_page.evaluate(FLOOR_GUARDED, share)
 
     raw_strict = summarise("raw IndexedDB put of a message, strict", floor["strict"])
     raw_relaxed = summarise("raw IndexedDB put of a message, relaxed", floor["relaxed"])
     keyval_set = summarise("idb-keyval set of a message", keyval)
+    guarded_put = summarise("raw guarded put (read, then write and commit), strict", guarded)
     rows = [
         raw_strict,
         raw_relaxed,
         keyval_set,
+        guarded_put,
         ratio("  raw strict / raw relaxed", raw_strict, raw_relaxed),
+        ratio("  raw guarded put / idb-keyval set", guarded_put, keyval_set),
     ]
     for size, count in SIZES.items():
         of = f"session of {count:,}"
@@ -178,6 +213,7 @@ def _measure(pages: dict, floor_page, calls: int) -> list[dict]:
             relaxed,
             ratio(f"  ours strict / raw strict, {of}", strict, raw_strict),
             ratio(f"  ours strict / idb-keyval set, {of}", strict, keyval_set),
+            ratio(f"  ours strict / raw guarded put, {of}", strict, guarded_put),
             ratio(f"  ours relaxed / raw relaxed, {of}", relaxed, raw_relaxed),
             ratio(f"  ours strict / ours relaxed, {of}", strict, relaxed),
         ]
