@@ -390,3 +390,59 @@ def test_one_tab_runs_sync_at_a_time(profiles, sync_server):
         assert proxy.pushes == 5 and len(sync_server.operations(key)) == made
     finally:
         proxy.server.shutdown()
+
+
+def test_a_device_restored_from_its_copy_syncs_on_with_nothing_lost_or_twice(profiles, sync_server):
+    key = sync_server.create_user("alice")
+    phone = open_device(profiles, sync_server.url, key)
+    laptop = open_device(profiles, sync_server.url, key)
+    session_id = phone.evaluate(
+        """async () => {
+            const { sessionId } = await memory.sessions.createSession({ title: 'Trip' });
+            await memory.sessions.addMessage(sessionId, { role: 'user', content: 'one' });
+            await memory.sessions.addMessage(sessionId, { role: 'user', content: 'two' });
+            return sessionId;
+        }"""
+    )
+    assert sync_now(phone)["pushed"] == 5  # the session, then each message and the session's update
+    # Written after the push: in the outbox only, when IndexedDB goes.
+    phone.evaluate(
+        "(id) => memory.sessions.addMessage(id, { role: 'user', content: 'three, unsent' })",
+        session_id,
+    )
+    sync_now(laptop)
+    laptop.evaluate(
+        "(id) => memory.sessions.addMessage(id, { role: 'assistant', content: 'four, elsewhere' })",
+        session_id,
+    )
+    assert sync_now(laptop)["pushed"] == 2
+    pending = phone.evaluate("() => memory.sync.status()")
+    assert pending["pending"] == 2
+    # IndexedDB lost while the phone's system is closed (as Chromium's recovery leaves
+    # it), its copy in OPFS kept.
+    phone.evaluate(
+        """async () => {
+            await memory.close();
+            await new Promise((resolve, reject) => {
+                const request = indexedDB.deleteDatabase('keyval-store');
+                request.onsuccess = resolve;
+                request.onerror = () => reject(request.error);
+            });
+        }"""
+    )
+
+    boot_with_sync(phone.page, sync_server.url, key)
+
+    restored = phone.evaluate("() => memory.restored")
+    assert restored["records"] > 0 and restored["from"] is None
+    status = phone.evaluate("() => memory.sync.status()")
+    assert status["pending"] == 2 and status["device"] == pending["device"]  # "three" kept
+    report = sync_now(phone)
+    # Pulled: the laptop's two, and its own two echoed back (as for any device).
+    assert (report["pushed"], report["pulled"]) == (2, 4) and "error" not in report
+    sync_now(laptop)
+    expected = ["one", "two", "three, unsent", "four, elsewhere"]
+    for device in (phone, laptop):
+        messages = conversation(device)[session_id]["messages"]
+        assert sorted(m["content"] for m in messages) == sorted(expected)
+    assert len(sync_server.operations(key)) == 9  # each operation once on the server
