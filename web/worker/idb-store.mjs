@@ -14,15 +14,20 @@ import { CLOCK_KEY, contentsOf, openCopy, replay } from "./opfs-copy.mjs";
 //   every committed readwrite transaction is appended to it before it resolves, and the
 //   store is compared with it, and restored from it if behind, before its first use.
 //   A store with a copy is a memory system's: it holds the store's open lock while its
-//   worker lives (erase.mjs), and waits for an erase in progress before it opens.
+//   worker lives (erase.mjs), and waits for an erase in progress before its first use.
 function createStore(dbName, storeName, { durability, copy: wanted, copied = {}, onEvent = () => {} }) {
   const opened = (async () => {
-    if (wanted) await holdOpen(dbName, storeName);
     const request = indexedDB.open(dbName);
     request.onupgradeneeded = () => request.result.createObjectStore(storeName);
+    // The database opens while the lock is asked for (5-10 ms at a start); nothing is
+    // read from it, and the copy's files are not touched, before the lock is held.
     const [db, copy] = await Promise.all([
       promisifyRequest(request),
-      wanted ? openCopy(dbName, storeName, copied).catch((error) => copyFailed(error, onEvent)) : null,
+      wanted
+        ? holdOpen(dbName, storeName).then(() =>
+            openCopy(dbName, storeName, copied).catch((error) => copyFailed(error, onEvent)),
+          )
+        : null,
     ]);
     if (copy) {
       copy.readStore = () => readCopied(db, storeName, copy.scope);
