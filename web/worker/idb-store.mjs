@@ -5,7 +5,7 @@ import { del, get, getMany, promisifyRequest, set, setMany } from "idb-keyval";
 
 import { holdOpen } from "./erase.mjs";
 import { applyTo, Known, logKey, prefixRange } from "./idb-apply.mjs";
-import { CLOCK_KEY, contentsOf, openCopy, replay } from "./opfs-copy.mjs";
+import { CLOCK_KEY, contentsOf, openCopy, replay, tellCopyFailed } from "./opfs-copy.mjs";
 
 // idb-keyval's createStore, plus:
 // - the transaction's durability: "strict" waits until the commit is flushed to disk, so
@@ -55,7 +55,7 @@ function createStore(dbName, storeName, { durability, copy: wanted, copied = {},
 
 /** No copy for this tab (OPFS refused its files): the store works on, and the app is told. */
 function copyFailed(error, onEvent) {
-  onEvent("storage-copy-failed", { message: String(error?.message ?? error) });
+  tellCopyFailed(onEvent, error);
   return null;
 }
 

@@ -76,6 +76,11 @@ export function failNextCopies(count = 1) {
   return injectedFailures;
 }
 
+/** Tells the app (`onEvent`: the host's events) that the copy failed; its writes stand. */
+export function tellCopyFailed(onEvent, error) {
+  onEvent("storage-copy-failed", { message: String(error?.message ?? error) });
+}
+
 /** This tab's copy of a store, or null where OPFS's sync access handles are missing (a
  *  page's main thread: the library runs its store in a worker). */
 export async function openCopy(dbName, storeName, scope = {}) {
@@ -85,7 +90,7 @@ export async function openCopy(dbName, storeName, scope = {}) {
   const { name, lockName } = placeOf(dbName, storeName);
   const directory = await folder.getDirectoryHandle(name, { create: true });
   const copy = new Copy(directory, lockName, new Scope(scope));
-  await copy.startLog();
+  copy.log = await copy.newLog();
   return copy;
 }
 
@@ -145,10 +150,6 @@ class Copy {
     this.readStore = null; // set by the store: () => its copied records and clock
     this.onEvent = () => {}; // set by the store: its host's events
     this.erasing = null; // the timer of a compaction after deletes
-  }
-
-  async startLog() {
-    this.log = await this.newLog();
   }
 
   async newLog() {
@@ -225,7 +226,7 @@ class Copy {
 
   compactSoon() {
     this.compacting ??= this.compact()
-      .catch((error) => this.onEvent("storage-copy-failed", { message: String(error?.message ?? error) }))
+      .catch((error) => tellCopyFailed(this.onEvent, error))
       .finally(() => {
         this.compacting = null;
       });
@@ -236,21 +237,27 @@ class Copy {
    *  (each log up to its first torn or damaged record) by number, its operations
    *  decoded only when asked (`ops`). */
   async state() {
-    const slots = [];
     const records = new Map();
     for await (const [name, handle] of this.directory.entries()) {
-      if (handle.kind !== "file") continue;
-      if (SLOTS.includes(name)) slots.push(await slotOf(name, handle));
-      else if (name.startsWith("log-")) {
-        const bytes = name === this.log.name ? readOwn(this.log.handle) : await readFile(handle);
-        for (const record of recordsOf(bytes)) records.set(record.number, record);
-      }
+      if (handle.kind !== "file" || !name.startsWith("log-")) continue;
+      const bytes = name === this.log.name ? readOwn(this.log.handle) : await readFile(handle);
+      for (const record of recordsOf(bytes)) records.set(record.number, record);
     }
-    // Newest first. A slot is checked whole (its crc) only when it is read.
-    const whole = slots.filter((s) => s.valid).sort((a, b) => b.through - a.through);
+    const slots = await this.slots();
     const sorted = [...records.values()].sort((a, b) => a.number - b.number);
-    const newest = Math.max(whole[0]?.through ?? 0, sorted.at(-1)?.number ?? 0);
-    return { slots: whole, records: sorted, newest, present: Boolean(whole.length || sorted.length) };
+    const newest = Math.max(slots[0]?.through ?? 0, sorted.at(-1)?.number ?? 0);
+    return { slots, records: sorted, newest, present: Boolean(slots.length || sorted.length) };
+  }
+
+  /** The slots' headers that look whole, newest first (a slot is checked whole, its crc,
+   *  only when it is read). */
+  async slots() {
+    const slots = [];
+    for (const name of SLOTS) {
+      const handle = await this.directory.getFileHandle(name).catch(notFoundAsNull);
+      if (handle) slots.push(await slotOf(name, handle));
+    }
+    return slots.filter((slot) => slot.valid).sort((a, b) => b.through - a.through);
   }
 
   /** The newest slot that reads whole, as [its header, a Map of its records]; the other
@@ -283,7 +290,7 @@ class Copy {
   /** The slot itself, and the logs it makes unneeded removed. */
   async writeSlot(closed) {
     const { through, keys, values } = await this.readStore();
-    const [newest] = (await this.state()).slots; // kept until the new one is whole
+    const [newest] = await this.slots(); // kept until the new one is whole
     const target = SLOTS.find((name) => name !== newest?.name);
     const payload = pack([keys, values]);
     this.slotBytes = payload.length;
@@ -345,7 +352,7 @@ class Copy {
   tidySoon() {
     navigator.locks
       .request(this.lockName, () => this.tidyClosedLogs())
-      .catch((error) => this.onEvent("storage-copy-failed", { message: String(error?.message ?? error) }));
+      .catch((error) => tellCopyFailed(this.onEvent, error));
   }
 
   async tidyClosedLogs() {
