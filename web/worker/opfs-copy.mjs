@@ -21,7 +21,8 @@
 //               [u32 length][i32 crc32][msgpack [keys, values]].
 // A slot is written when this tab's log and the logs of closed tabs pass
 // `COMPACT_BYTES`: it covers every record numbered up to its "through", so this tab's
-// log keeps only the records above it and closed tabs' logs are removed.
+// log keeps only the records above it and closed tabs' logs are removed; other live tabs,
+// told on a BroadcastChannel, drop the records it covers from their logs too.
 
 import { decode, encode, ExtensionCodec } from "@msgpack/msgpack";
 import CRC32 from "crc-32";
@@ -91,6 +92,11 @@ export async function openCopy(dbName, storeName, scope = {}) {
   const directory = await folder.getDirectoryHandle(name, { create: true });
   const copy = new Copy(directory, lockName, new Scope(scope));
   copy.log = await copy.newLog();
+  copy.channel = new BroadcastChannel(lockName);
+  copy.channel.onmessage = ({ data }) => {
+    if (!Number.isFinite(data?.through)) return;
+    copy.dropCovered(data.through).catch((error) => tellCopyFailed(copy.onEvent, error));
+  };
   return copy;
 }
 
@@ -150,6 +156,7 @@ class Copy {
     this.readStore = null; // set by the store: () => its copied records and clock
     this.onEvent = () => {}; // set by the store: its host's events
     this.erasing = null; // the timer of a compaction after deletes
+    this.channel = null; // the store's tabs' copies tell each other of new slots here
   }
 
   async newLog() {
@@ -277,14 +284,15 @@ class Copy {
    *  this tab's records up to its number and closed tabs' logs. */
   async compact() {
     clearTimeout(this.erasing);
-    await navigator.locks.request(this.lockName, async () => {
+    const through = await navigator.locks.request(this.lockName, async () => {
       const closed = await this.claimClosedLogs(); // before the read: all of theirs is in it
       try {
-        await this.writeSlot(closed);
+        return await this.writeSlot(closed);
       } finally {
         for (const { handle } of closed) handle.close();
       }
     });
+    this.channel?.postMessage({ through }); // other live tabs drop what it covers
   }
 
   /** The slot itself, and the logs it makes unneeded removed. */
@@ -311,8 +319,19 @@ class Copy {
       slot.close();
     }
     if (newest) await this.directory.removeEntry(newest.name); // superseded, and may hold deleted records
-    // This tab's records above the slot move to a new log, in one synchronous stretch
-    // after it is opened: no append can come between the read and the switch.
+    await this.keepAbove(through);
+    for (const { name, handle } of closed) {
+      handle.close();
+      await this.directory.removeEntry(name);
+    }
+    this.closedLogBytes = 0;
+    return through;
+  }
+
+  /** This tab's records above `through` (a slot's number) moved to a new log, in one
+   *  synchronous stretch once it is open: no append can come between the read and the
+   *  switch. The old log, and what it held at or below `through`, is removed. */
+  async keepAbove(through) {
     const fresh = await this.newLog();
     const old = this.log;
     const kept = recordsOf(readOwn(old.handle)).filter((record) => record.number > through);
@@ -326,11 +345,19 @@ class Copy {
     this.logBytes = at;
     old.handle.close();
     await this.directory.removeEntry(old.name);
-    for (const { name, handle } of closed) {
-      handle.close();
-      await this.directory.removeEntry(name);
-    }
-    this.closedLogBytes = 0;
+  }
+
+  /** Another tab wrote a slot through `through` (told on the copy's channel): this tab's
+   *  records it covers leave this tab's log too, so what a delete removed leaves every
+   *  live tab's files, not only the deleting tab's. */
+  async dropCovered(through) {
+    await navigator.locks.request(this.lockName, async () => {
+      const [newest] = await this.slots();
+      if (!newest || newest.through < through) return; // that slot is gone: keep all
+      if (recordsOf(readOwn(this.log.handle)).some((record) => record.number <= newest.through)) {
+        await this.keepAbove(newest.through);
+      }
+    });
   }
 
   /** The logs of tabs that are gone (their exclusive handle can be taken), held open. */

@@ -370,3 +370,48 @@ def test_a_store_that_lost_its_last_writes_gets_them_replayed(browser_on_disk):
         "b": {"tag": "b", "turns": 5},
         "b-bytes": [1, 2, 3, 5],
     }
+
+
+def test_a_delete_leaves_every_live_tabs_copy_files(browser_on_disk):
+    browser = browser_on_disk
+    deleting = browser.page()
+    deleting.evaluate(WRITE, {"turns": 1, "tag": "kept"})
+    writing = browser.new_tab(deleting)
+    secret = "a secret only the other tab wrote " + "s" * 200
+    doomed = writing.evaluate(
+        """async (secret) => {
+          const { sessionId } = await memory.sessions.createSession({ title: 'doomed' });
+          await memory.sessions.addMessage(sessionId, { role: 'user', content: secret });
+          return sessionId;
+        }""",
+        secret,
+    )
+    assert deleting.evaluate(COPY_HOLDS, secret)  # in the writing tab's log
+    deleting.evaluate(
+        """async (id) => {
+          await memory.sessions.sync();
+          await memory.sessions.deleteSession(id);
+        }""",
+        doomed,
+    )
+    # The deleting tab rewrites the copy 10 s later, and the writing tab, told, drops
+    # what that slot covers from its own log: both tabs still open.
+    deadline = time.monotonic() + 40
+    while deleting.evaluate(COPY_HOLDS, secret):
+        assert time.monotonic() < deadline, deleting.evaluate(COPY_FILES)
+        time.sleep(0.5)
+    # The writing tab's log goes on taking writes, and they come back after a loss.
+    session_id = writing.evaluate(
+        "() => memory.sessions.listSessions().then((s) => s[0].sessionId)"
+    )
+    writing.evaluate(
+        "(id) => memory.sessions.addMessage(id, { role: 'user', content: 'after the trim' })",
+        session_id,
+    )
+    browser.kill()
+    browser.delete_indexeddb()
+
+    page = browser.page(boot=False)
+    assert page.evaluate(BOOT)["from"] is None
+    assert page.evaluate(READ_BACK, [])["messages"] == {"kept": ["kept 0", "after the trim"]}
+    assert not page.evaluate(COPY_HOLDS, secret)
