@@ -354,6 +354,7 @@ class Copy {
     await navigator.locks.request(this.lockName, async () => {
       const [newest] = await this.slots();
       if (!newest || newest.through < through) return; // that slot is gone: keep all
+      this.slotBytes = newest.length;
       if (recordsOf(readOwn(this.log.handle)).some((record) => record.number <= newest.through)) {
         await this.keepAbove(newest.through);
       }
