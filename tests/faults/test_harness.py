@@ -19,5 +19,7 @@ def test_a_refusal_names_a_value_whichever_unicode_version_escaped_it():
     assert_refused(refusal("context from '\U00013440' is 100012 characters"), (hint,))
     assert_refused(refusal("context from '\\U00013440' is 100012 characters"), (hint,))
     assert_refused(refusal("key 'a\\\\UFFFFFFFF' refused"), (repr("a\\UFFFFFFFF"),))
+    # A hint cut short inside an escape (key_hints keeps 12 characters) still matches.
+    assert_refused(refusal("invalid storage key 'outbox:0\\x1f'"), ("'outbox:0\\x1",))
     with pytest.raises(AssertionError, match="does not name"):
         assert_refused(refusal("context from '\U00013441' is too big"), (hint,))
