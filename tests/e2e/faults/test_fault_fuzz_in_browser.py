@@ -156,22 +156,12 @@ TOOLS = r"""({ callMs, bootMs }) => {
                context: await memory.context.getContexts() };
     })(), callMs)),
     sessionCount: async () => ascii(await settle((async () => (await memory.exportSessions()).sessions.length)(), callMs)),
-    // A new, empty system: the old one closed, every database of the origin deleted, and
-    // the store's second copy in OPFS (else the next boot would restore from it).
+    // A new, empty system: the old one closed and everything it stored erased, its
+    // second copy in OPFS included (else the next boot would restore from it).
     fresh: async (options) => ascii(await settle((async () => {
       await memory.close();
-      for (const { name } of await indexedDB.databases()) await request(() => indexedDB.deleteDatabase(name));
-      const opfs = await navigator.storage.getDirectory();
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await opfs.removeEntry('airi-memory-copy', { recursive: true });
-          break;
-        } catch (error) {
-          if (error.name === 'NotFoundError') break;
-          if (attempt === 100) throw error; // the closed worker's files are let go at once
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-      }
+      const { eraseMemorySystem } = await import('/airi-memory.mjs');
+      await eraseMemorySystem();
       await boot(options);
     })(), bootMs)),
     now: () => Date.now(),
