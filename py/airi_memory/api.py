@@ -101,7 +101,7 @@ class MemorySystem:
         self.composer = Composer(self.tokens, options.models)
         self.summarizer = Summarizer(sessions, storage, None, sessions.clock)
         self._configure_summarizer(options.summarizer)
-        self.searcher = Searcher(sessions, sql, options.retrieval, terms)
+        self.searcher = Searcher(sessions, sql, options.retrieval, terms, self._until_loaded)
         self.embeddings = LiveEmbeddings(
             self.searcher,
             lambda config: make_embedder(config, ports.local_embedder, ports.http, ports.call_app),
@@ -150,14 +150,15 @@ class MemorySystem:
             publish,
         )
         system = cls(storage, sql, options, sessions, ports, terms, sleep)
+        # The vector index first: it reads its stored vectors while the mirror loads, and
+        # answers semantic searches from them before it is there.
+        system.embeddings.use(options.embeddings)
         system._loading = asyncio.ensure_future(system._load())
         if wait_for_load:
             await system.loaded()
         return system
 
     async def _load(self) -> None:
-        # The vector index first: it reads its stored vectors while the mirror loads.
-        self.embeddings.use(self.options.embeddings)
         await self.sessions.load()
         if self.ports.emit:  # records found damaged from now on; start-up's are in info()
             emit = self.ports.emit

@@ -90,8 +90,8 @@ class Method:
     # signature is written by hand in web/airi-memory.handwritten.d.ts.
     declared_by_hand: bool = False
     # Answered while start-up still fills DuckDB (``MemorySystem.open`` without
-    # ``wait_for_load``): it needs only the sessions' metadata, the app's storage or the
-    # context. The rest wait for it.
+    # ``wait_for_load``): it needs only the sessions' metadata, the app's storage, the
+    # context or the stored vectors (or waits for the load itself). The rest wait for it.
     before_load: bool = False
 
 
@@ -236,13 +236,15 @@ METHODS: tuple[Method, ...] = (
     _method("composeMessages", "compose_messages",
             "The messages for the next LLM call within a token budget.", ComposedMessages,
             _SESSION, _P("options", ComposeOptions | None, None)),
+    # Early: a semantic search answers from the stored vectors before the load (only
+    # filters by session or character); any other waits for the load itself.
     _method("search", "searcher.search", "Memories by keyword, meaning, recency or all fused.",
-            SearchResults, _P("query", SearchQuery)),
+            SearchResults, _P("query", SearchQuery), early=True),
     _method("searchMessages", "searcher.search_messages",
             "The seed's searchMessages: case-insensitive substring.", list[FoundMessage],
             _P("query", str), _P("options", SearchMessagesOptions | None, None)),
     _method("embeddingsStatus", "embeddings.status", "The embedding index's state.",
-            EmbeddingsStatus),
+            EmbeddingsStatus, early=True),
     _method("indexEmbeddings", "embeddings.index_now", "Embed what is pending now.",
             EmbeddingsStatus),
     _method("configureEmbeddings", "embeddings.configure",

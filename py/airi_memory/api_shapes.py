@@ -150,6 +150,7 @@ class EmbeddingsStatus(TypedDict, total=False):
     ratePerSecond: float | None
     loadMs: float | None
     queryEmbeddingMs: float | None
+    searchable: bool  # semantic search answers (before the load too: from the stored vectors)
     lastError: str | None
 
 

@@ -155,3 +155,75 @@ def test_a_duckdb_that_cannot_start_fails_the_calls_that_need_it_not_the_session
     wasm.mode = "served"
     web.page.reload()
     assert web.evaluate(REOPENED) == ["hello"]
+
+
+LETTERS = """
+    // A stand-in model from the app: letters counted into 26 dimensions.
+    const embed = async ({ texts }) => texts.map((text) => Array.from({ length: 26 }, (_, i) =>
+        [...text.toLowerCase()].filter((c) => c.charCodeAt(0) - 97 === i).length));
+    const options = { userId: 'staged', embeddings: { provider: 'custom', model: 'letters', dimensions: 26, embed } };
+"""
+
+EMBEDDED = f"""async () => {{
+    const {{ createMemorySystem }} = await import('/airi-memory.mjs');
+    {LETTERS}
+    const memory = await createMemorySystem(options);
+    const {{ sessionId }} = await memory.sessions.createSession({{}});
+    for (const content of ['aaaa bbbb', 'zzzz yyyy', 'mmmm nnnn']) {{
+        await memory.sessions.addMessage(sessionId, {{ role: 'user', content }});
+    }}
+    for (let i = 0; i < 200; i++) {{
+        const status = await memory.embeddingsStatus();
+        if (status.state === 'ready' && status.indexed === 3) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+    }}
+    const indexed = (await memory.embeddingsStatus()).indexed;
+    await memory.close();
+    return indexed;
+}}"""
+
+SEARCHED_EARLY = f"""async () => {{
+    const {{ createMemorySystem }} = await import('/airi-memory.mjs');
+    {LETTERS}
+    const memory = window.memory = await createMemorySystem(options);
+    const contents = (found) => found.results.map((hit) => hit.message.content);
+    const state = window.state = {{ keyword: 'waiting', loaded: 'waiting' }};
+    window.waiting = [
+        memory.search({{ query: 'mmmm', strategy: 'keyword' }}).then((found) => {{ state.keyword = contents(found); }}),
+        memory.whenLoaded.then(() => {{ state.loaded = 'loaded'; }}),
+    ];
+    const semantic = contents(await memory.search({{ query: 'zzz m', strategy: 'semantic', limit: 2 }}));
+    return {{ semantic, status: await memory.embeddingsStatus(), duckdb: memory.versions.duckdb, state: {{ ...state }} }};
+}}"""
+
+
+def test_a_semantic_search_answers_from_stored_vectors_while_duckdb_starts(duckdb_wasm):
+    """At 100,000 messages the mirror is loaded over a second after ready; semantic search
+    does not wait for it: the stored vectors are searched, and the winners read from
+    IndexedDB (and checked against the text each vector was made from, hashed in Pyodide
+    as DuckDB hashes it). Keyword search still waits for DuckDB."""
+    wasm, web = duckdb_wasm
+    web.open_harness()
+    assert web.evaluate(EMBEDDED) == 3
+    web.page.reload()
+    wasm.mode = "held"
+    early = web.evaluate(SEARCHED_EARLY)
+    assert early["semantic"] == ["zzzz yyyy", "mmmm nnnn"]
+    assert (early["status"]["state"], early["status"]["searchable"]) == ("loading", True)
+    assert early["duckdb"] is None
+    assert early["state"] == {"keyword": "waiting", "loaded": "waiting"}
+    wasm.released.set()
+    settled = web.evaluate(
+        """async () => {
+            await Promise.all(window.waiting);
+            for (let i = 0; i < 200 && (await memory.embeddingsStatus()).state !== 'ready'; i++) {
+                await new Promise((resolve) => setTimeout(resolve, 50));
+            }
+            const found = await memory.search({ query: 'zzz m', strategy: 'semantic', limit: 2 });
+            return { state, semantic: found.results.map((hit) => hit.message.content),
+                     status: await memory.embeddingsStatus() };
+        }"""
+    )
+    assert settled["state"] == {"keyword": ["mmmm nnnn"], "loaded": "loaded"}
+    assert settled["semantic"] == ["zzzz yyyy", "mmmm nnnn"]
+    assert (settled["status"]["indexed"], settled["status"]["searchable"]) == (3, True)

@@ -234,6 +234,44 @@ for (const [kernel, options] of KERNELS) {
       assert.equal(scan.topK(unitVector(random, DIMS), 10).docs.length, 0);
     });
 
+    test("relabel renumbers docs in one step, also where old and new numbers overlap", async () => {
+      const random = randomSource(14);
+      const scan = await createVectorScan(DIMS, options);
+      const batch = quantisedVectors(random, Array.from({ length: 200 }, (_, i) => i), DIMS);
+      scan.add(batch.docs, batch.codes, batch.scales);
+      const gone = batch.docs.filter((doc) => doc % 7 === 3);
+      scan.remove(gone);
+      // Provisional rows 0..199 become docs in a range that overlaps them (as the mirror's
+      // docs do), in an order of their own; a removed row's new number is simply unused.
+      const kept = [...batch.docs];
+      const to = Int32Array.from(kept, (doc) => 150 + ((doc * 37) % 200));
+      scan.relabel(batch.docs, to);
+      const model = new Model(DIMS);
+      const moved = { docs: [], codes: [], scales: [] };
+      kept.forEach((doc, i) => {
+        if (doc % 7 === 3) return;
+        moved.docs.push(to[i]);
+        moved.codes.push(...batch.codes.subarray(i * DIMS, (i + 1) * DIMS));
+        moved.scales.push(batch.scales[i]);
+      });
+      model.add({ docs: moved.docs, codes: Int8Array.from(moved.codes), scales: Float32Array.from(moved.scales) });
+      assert.equal(scan.size, model.vectors.size);
+      for (let q = 0; q < 3; q++) {
+        const query = unitVector(random, DIMS);
+        assertMatches(scan, model, query, 20);
+        assertMatches(scan, model, query, 10, Int32Array.from(moved.docs.filter(() => random() < 0.2)));
+      }
+      scan.remove(Int32Array.from(moved.docs.slice(0, 5))); // the new numbers are the ones held
+      model.remove(moved.docs.slice(0, 5));
+      assertMatches(scan, model, unitVector(random, DIMS), 30);
+      // A relabel that would hold one doc twice changes nothing.
+      const [first, second] = [...model.vectors.keys()];
+      assert.throws(() => scan.relabel(Int32Array.of(first), Int32Array.of(second)), RangeError);
+      assert.throws(() => scan.relabel(Int32Array.of(first), Int32Array.of(-2)), RangeError);
+      assert.throws(() => scan.relabel(Int32Array.of(first), Int32Array.of()), RangeError);
+      assertMatches(scan, model, unitVector(random, DIMS), 30);
+    });
+
     test("clear empties the store, which then fills again", async () => {
       const random = randomSource(13);
       const { scan } = await filledScan(options, random, 50);

@@ -52,6 +52,9 @@ EARLY_CALLS: dict[str, tuple[list, str | None]] = {
     "context.getUserProfile": ([], None),
     "context.setModuleState": (["mood", {"level": 1}], None),
     "countTokens": ([["hello there"]], None),
+    "embeddingsStatus": ([], None),
+    # Early only as a semantic search over stored vectors (see below); none here.
+    "search": ([{"query": "hello", "strategy": "semantic"}], "InvalidValueError"),
     "tokenStats": ([], None),
 }
 
@@ -327,4 +330,157 @@ async def test_a_start_that_analyses_every_message_lets_early_calls_in(monkeypat
         messages = await system.sessions.load_session_messages(sid)
         assert [m["content"] for m in messages] == [f"turn {n}" for n in range(30)]
     finally:
+        await system.close()
+
+
+def _toy_query(text: str) -> list[float]:
+    [vector] = toy_vectors([text], 48)
+    return vector
+
+
+async def _semantic(system, text: str, **extra) -> list[str]:
+    reply = await asyncio.wait_for(
+        system.dispatch(
+            "search", [{"query": "", "vector": _toy_query(text), "strategy": "semantic", **extra}]
+        ),
+        5,
+    )
+    assert reply["ok"], reply
+    return [hit["message"]["content"] for hit in reply["value"]["results"]]
+
+
+async def test_a_semantic_search_answers_from_the_stored_vectors_before_the_load(
+    vector_store, held_sql
+):
+    """Semantic search needs no mirror: the stored vectors go into the scan under
+    provisional ids, and the winners are read from their records. Other strategies, and
+    filters the records' sessions cannot answer, wait for the load; once it is there the
+    ids are the mirror's docs and the same search answers the same."""
+    place, options = vector_store
+    system = await open_native_system(place, options, wait_for_load=False)
+    try:
+        assert await _semantic(system, "the garden needs sun", limit=1) == ["the garden needs sun"]
+        assert set(await _semantic(system, "frogs", limit=3)) == set(TEXTS)
+        status = (await system.dispatch("embeddingsStatus", []))["value"]
+        assert (status["state"], status["searchable"]) == ("loading", True)
+        assert not system.sessions.mirrored.is_set()
+        waiting = [
+            asyncio.ensure_future(system.dispatch("search", [query]))
+            for query in (
+                {"query": "garden", "strategy": "keyword"},
+                {"query": "", "vector": _toy_query("tea"), "strategy": "relevant"},
+                {"query": "", "vector": _toy_query("tea"), "strategy": "semantic",
+                 "filters": {"roles": ["user"]}},
+            )
+        ]  # fmt: skip
+        await asyncio.sleep(0.1)
+        assert not any(call.done() for call in waiting)
+        held_sql.set()
+        replies = await asyncio.gather(*waiting)
+        assert [r["value"]["results"][0]["message"]["content"] for r in replies] == [
+            "the garden needs sun", "tea with lemon", "tea with lemon",
+        ]  # fmt: skip
+        await system.loaded()
+        status = await settled(system, indexed=3)
+        assert status["searchable"] is True
+        assert system.embeddings.vectors.early is None  # relabelled to the mirror's docs
+        assert await _semantic(system, "the garden needs sun", limit=1) == ["the garden needs sun"]
+        docs = await system.query("SELECT doc FROM message_vectors ORDER BY doc")
+        scan = system.embeddings.vectors.scan
+        assert sorted(scan.vectors) == [row["doc"] for row in docs]
+    finally:
+        held_sql.set()
+        await system.close()
+
+
+async def test_an_early_search_drops_what_the_records_no_longer_say(vector_store, held_sql):
+    """A stored vector whose message was deleted, or edited to another text, by a writer
+    that kept no vectors (another tab, before its prune) is not a hit before the load:
+    the records are the truth, the scan forgets it and ranks again."""
+    place, options = vector_store
+    held_sql.set()
+    plain = await open_native_system(place, QUIET)
+    [sid] = [s["sessionId"] for s in await plain.sessions.list_sessions()]
+    stored = {m["content"]: m["id"] for m in await plain.sessions.load_session_messages(sid)}
+    await plain.sessions.delete_message(sid, stored["frogs sing at night"])
+    await plain.sessions.update_message(sid, stored["tea with lemon"], {"content": "coffee"})
+    await plain.close()
+    held_sql.clear()
+    system = await open_native_system(place, options, wait_for_load=False)
+    try:
+        assert await _semantic(system, "frogs sing at night tea with lemon", limit=3) == [
+            "the garden needs sun"
+        ]
+        assert len(system.embeddings.vectors.scan) == 1  # both stale vectors forgotten
+        assert not system.sessions.mirrored.is_set()
+    finally:
+        held_sql.set()
+        await system.close()
+
+
+async def test_an_early_search_sees_only_this_users_sessions_and_its_filters(
+    vector_store, held_sql
+):
+    """Scope kept outside SQL: another user's vectors, stored in the same place, and
+    sessions the session or character filters leave out are never candidates."""
+    place, options = vector_store
+    held_sql.set()
+    other = await open_native_system(place, {**options, "userId": "someone else"})
+    theirs = (await other.sessions.create_session({}))["sessionId"]
+    await other.sessions.add_message(theirs, {"role": "user", "content": "frogs in the rain"})
+    assert (await settled(other, indexed=4))["indexed"] == 4
+    await other.close()
+    mine = await open_native_system(place, options)
+    neko = (await mine.sessions.create_session({"characterId": "neko"}))["sessionId"]
+    await mine.sessions.add_message(neko, {"role": "user", "content": "frogs at dawn"})
+    assert (await settled(mine, indexed=5))["indexed"] == 5
+    [first] = [
+        s["sessionId"] for s in await mine.sessions.list_sessions() if s["sessionId"] != neko
+    ]
+    await mine.close()
+    held_sql.clear()
+    system = await open_native_system(place, options, wait_for_load=False)
+    try:
+        everything = await _semantic(system, "frogs", limit=10)
+        assert "frogs in the rain" not in everything
+        assert set(everything) == {*TEXTS, "frogs at dawn"}
+        assert await _semantic(system, "frogs", limit=10, filters={"characterIds": ["neko"]}) == [
+            "frogs at dawn"
+        ]
+        assert set(
+            await _semantic(system, "frogs", limit=10, filters={"sessionIds": [first]})
+        ) == set(TEXTS)
+        assert not system.sessions.mirrored.is_set()
+    finally:
+        held_sql.set()
+        await system.close()
+
+
+async def test_a_vector_two_tabs_stored_counts_once_early_and_after_the_load(
+    vector_store, held_sql
+):
+    """Two tabs may both store one message's vector. Early, it is one hit (the other row
+    leaves the scan and the search ranks again); the row kept is the one the join to the
+    mirror keeps, so after the relabel every vector DuckDB holds is in the scan."""
+    place, options = vector_store
+    held_sql.set()
+    plain = await open_native_system(place, QUIET)
+    [key, *_] = sorted(await plain.storage.get_keys(semantic.VECTORS))
+    await plain.storage.set_item_raw(key + "-copy", await plain.storage.get_item_raw(key))
+    await plain.close()
+    held_sql.clear()
+    system = await open_native_system(place, options, wait_for_load=False)
+    try:
+        found = await _semantic(system, TEXTS[0], limit=3)
+        assert sorted(found) == sorted(TEXTS)
+        assert len(system.embeddings.vectors.scan) == 3
+        held_sql.set()
+        await system.loaded()
+        await settled(system, indexed=3)
+        docs = await system.query("SELECT doc FROM message_vectors ORDER BY doc")
+        assert sorted(system.embeddings.vectors.scan.vectors) == [row["doc"] for row in docs]
+        assert len(docs) == 3
+        assert sorted(await _semantic(system, TEXTS[0], limit=3)) == sorted(TEXTS)
+    finally:
+        held_sql.set()
         await system.close()

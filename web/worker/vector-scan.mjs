@@ -375,6 +375,34 @@ class VectorScan {
   }
 
   /**
+   * Gives held docs new numbers: from[i] becomes to[i], in one step, so the two lists may
+   * share numbers (provisional ids to the mirror's docs). Unknown docs in `from` are
+   * ignored; a doc not in `from` keeps its number. Throws RangeError, changing nothing,
+   * if a number would then be held twice or is negative.
+   * @param {Int32Array} from
+   * @param {Int32Array} to
+   */
+  relabel(from, to) {
+    if (from.length !== to.length) throw new RangeError("relabel needs as many new docs as old");
+    const docs = this.#docs.slice(0, this.#size);
+    let largestDoc = -1;
+    for (let i = 0; i < from.length; i++) {
+      const row = this.#rowOf(from[i]);
+      if (row === -1) continue;
+      if (to[i] < 0) throw new RangeError(`docs must be non-negative, not ${to[i]}`);
+      docs[row] = to[i];
+    }
+    for (const doc of docs) largestDoc = Math.max(largestDoc, doc);
+    const rowOfDoc = new Int32Array(Math.max(largestDoc + 1, this.#rowOfDoc.length)).fill(-1);
+    for (let row = 0; row < docs.length; row++) {
+      if (rowOfDoc[docs[row]] !== -1) throw new RangeError(`doc ${docs[row]} would be held twice`);
+      rowOfDoc[docs[row]] = row;
+    }
+    this.#docs.set(docs);
+    this.#rowOfDoc = rowOfDoc;
+  }
+
+  /**
    * The k best docs by inner product with `query`, best first, ties by smaller doc.
    * @param {Float32Array} query dims long, unit length
    * @param {number} k
@@ -495,6 +523,10 @@ class PaddedScan {
 
   remove(docs) {
     this.#scan.remove(docs);
+  }
+
+  relabel(from, to) {
+    this.#scan.relabel(from, to);
   }
 
   topK(query, k, allow = null) {

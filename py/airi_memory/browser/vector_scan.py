@@ -31,6 +31,9 @@ class SimdVectorScan:
     def remove(self, docs: Sequence[int]) -> None:
         self.scan.remove(to_js(array("i", docs)))
 
+    def relabel(self, old: Sequence[int], new: Sequence[int]) -> None:
+        self.scan.relabel(to_js(array("i", old)), to_js(array("i", new)))
+
     def __len__(self) -> int:
         return int(self.scan.size)
 

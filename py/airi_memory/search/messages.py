@@ -31,5 +31,9 @@ async def messages_of(
     return {int(doc): (sid, record, body) for doc, sid, record, body in found.tuples()}
 
 
-def hit(session_id: str, record: str, body: str, score: float, **extra: Any) -> dict[str, Any]:
+def hit(
+    session_id: str, record: str, body: str | None, score: float, **extra: Any
+) -> dict[str, Any]:
+    """A retriever's hit; ``body`` (the record's JSON) may be None where ``message``,
+    the record parsed, is given instead."""
     return {"sessionId": session_id, "record": record, "score": score, "body": body, **extra}

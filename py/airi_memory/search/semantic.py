@@ -35,6 +35,7 @@ from ..sessions import SessionStore
 from ..sql import SqlEngine
 from ..storage import Storage
 from ..storage.values import loads
+from .early_vectors import EarlyVectors
 from .embeddings import Embedder
 from .messages import hit, messages_of
 from .quantize import quantize
@@ -89,6 +90,9 @@ class VectorIndex:
         self.sessions = sessions
         self.new_scan = new_scan
         self.scan: VectorScan | None = None  # made when the vectors load
+        # Searchable before the mirror: the stored vectors under provisional ids, from
+        # their decode until the join relabels them (``early_vectors``).
+        self.early: EarlyVectors | None = None
         self.sleep = sleep
         self.sql = sql
         self.storage = storage
@@ -104,6 +108,7 @@ class VectorIndex:
         self.load_ms: float | None = None
         self.query_embedding_ms: float | None = None
         self._wake = asyncio.Event()
+        self._decoded = asyncio.Event()  # the first chunk of stored vectors, or a failure
         self._loaded = asyncio.Event()
         # One indexing run at a time (the background loop and indexNow share the staging
         # table and must not embed the same messages twice).
@@ -141,9 +146,11 @@ class VectorIndex:
         try:
             await self._load()
         except Exception as error:
+            self._retire_early()  # searches wait for the load, and get its error
             self._fail(error)
             return
         finally:
+            self._decoded.set()
             self._loaded.set()
         while True:
             try:
@@ -179,14 +186,18 @@ class VectorIndex:
         self.scan = await self.new_scan(dims)
         stored = iter(await self.storage.get_all_raw_native(self.prefix))
         chunk = self._decode_chunk(stored)
+        if len(chunk.records) < LOAD_CHUNK:  # every stored vector is in it
+            self._search_early(chunk)
+        self._decoded.set()
         read_ms = (time.perf_counter() - started) * 1000
         await self.sessions.mirrored.wait()
         joined = time.perf_counter()
         await self.sql.execute(VECTORS_SCHEMA)
         await self.sessions.flush()
         while chunk.records:
-            await self._insert(chunk)
+            await self._insert(chunk)  # the first relabels the early search's ids
             chunk = self._decode_chunk(stored)
+        self._retire_early()  # none was stored: the scan fills from DuckDB's docs now
         self.indexed = int((await self.sql.query(f"SELECT count(*) AS n FROM {TABLE}")).scalar())
         # The vectors' own work: reading them, and their join once the mirror was there.
         self.load_ms = round(read_ms + (time.perf_counter() - joined) * 1000, 1)
@@ -208,6 +219,31 @@ class VectorIndex:
             if len(chunk.records) >= LOAD_CHUNK:
                 break
         return chunk
+
+    def _search_early(self, chunk: "_Chunk") -> None:
+        """The chunk's codes into the scan now, each under its row in the chunk, so
+        semantic search answers before the mirror is there; the join relabels them."""
+        assert self.scan is not None
+        first = 0
+        for _, codes, scales in chunk.parts:
+            count = len(scales) // 4
+            self.scan.add(array("i", range(first, first + count)), codes, scales)
+            first += count
+        self.early = EarlyVectors(
+            self.scan, self.storage, chunk.session_ids, chunk.records, chunk.hashes
+        )
+
+    async def early_vectors(self) -> EarlyVectors | None:
+        """Once the stored vectors are read: the search over them before the mirror, if
+        it is still on (None once they are loaded)."""
+        await self._decoded.wait()
+        return self.early
+
+    def _retire_early(self) -> "EarlyVectors | None":
+        early, self.early = self.early, None
+        if early is not None:
+            early.retired = True
+        return early
 
     def _number(self) -> int:
         """The next stored batch's number (unique in this tab, so its keys are too)."""
@@ -263,21 +299,29 @@ class VectorIndex:
         self._scan_add(chunk, array("i", docs), array("i", rows))
 
     def _scan_add(self, chunk: "_Chunk", docs: array, rows: array) -> None:
-        """The codes of ``chunk``'s ``rows`` (ascending) into the scan, as ``docs``."""
+        """The codes of ``chunk``'s ``rows`` (ascending) into the scan, as ``docs``; a
+        chunk searched early is in it already, and only relabelled."""
         assert self.scan is not None  # made by _load, before any insert
+        early = self._retire_early()
         first = taken = 0  # this part's first key, and its first row in ``rows``
         for batch, codes, scales in chunk.parts:
             count = len(scales) // 4
             end = bisect.bisect_left(rows, first + count, taken)
             if end > taken:
                 self._scanned.setdefault(batch, array("i")).extend(docs[taken:end])
-            if end - taken == count:  # all of it: the part as it is
+            if early is None and end - taken == count:  # all of it: the part as it is
                 self.scan.add(docs[taken:end], codes, scales)
-            elif end > taken:
+            elif early is None and end > taken:
                 picked = [row - first for row in rows[taken:end]]
                 dims = self.config.dimensions
                 self.scan.add(docs[taken:end], *rows_of(codes, scales, picked, dims))
             first, taken = first + count, end
+        if early is not None:  # unmatched rows out first: their numbers may be docs now
+            matched = bytearray(len(chunk.records))
+            for row in rows:
+                matched[row] = 1
+            self.scan.remove([row for row, hit in enumerate(matched) if not hit])
+            self.scan.relabel(rows, docs)
 
     _PENDING = f"""FROM chat_messages m {WITH_TEXT}
         WHERE t.folded <> '' AND m.role IN {EMBEDDED_ROLES}
@@ -457,30 +501,37 @@ class VectorIndex:
         return vector
 
     async def nearest(
-        self, query: str, allow: Sequence[int] | None, limit: int
+        self, query: str, allow: Sequence[int] | None, limit: int, early: EarlyVectors | None
     ) -> list[dict[str, Any]]:
-        return await self.nearest_to(await self.embed_query(query), allow, limit)
+        return await self.nearest_to(await self.embed_query(query), allow, limit, early)
 
     async def nearest_to(
-        self, vector: list[float], allow: Sequence[int] | None, limit: int
+        self,
+        vector: list[float],
+        allow: Sequence[int] | None,
+        limit: int,
+        early: EarlyVectors | None = None,
     ) -> list[dict[str, Any]]:
         """Top ``limit`` by inner product with the query, normalised here (the stored
         vectors are unit length, so that is cosine similarity), among the docs in
-        ``allow`` when it is given. The scan ranks; DuckDB reads the winners' messages in
-        one statement that also drops a doc whose vector or message is gone (a delete or
-        an edit since): the scan forgets those, and ranks again."""
+        ``allow`` when it is given (``early``'s provisional ids, with it). The scan ranks;
+        DuckDB reads the winners' messages in one statement that also drops a doc whose
+        vector or message is gone (a delete or an edit since): the scan forgets those,
+        and ranks again."""
         dims = self.config.dimensions
         if len(vector) != dims:
             raise InvalidValueError(
                 f"the query vector has {len(vector)} dimensions; {self.config.model!r} has {dims}"
             )
+        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+        query = [x / norm for x in vector]
+        if early is not None:
+            return await early.nearest(query, allow, limit)
         await self._loaded.wait()
         if self.scan is None:  # the load failed before it began
             raise InvalidValueError(
                 f"semantic search is unavailable: the vectors did not load ({self.last_error})"
             )
-        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
-        query = [x / norm for x in vector]
         for _ in range(MAX_RERANKS):
             ranked = self.scan.top_k(query, limit, allow)
             found = await self._messages_of(ranked)
@@ -505,6 +556,9 @@ class VectorIndex:
             "ratePerSecond": self.rate,
             "loadMs": self.load_ms,
             "queryEmbeddingMs": self.query_embedding_ms,
+            # Semantic search answers: from the stored vectors before the mirror is
+            # there, or once they are loaded.
+            "searchable": self.early is not None or self.load_ms is not None,
             "lastError": self.last_error,
         }
 

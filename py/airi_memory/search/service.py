@@ -14,7 +14,7 @@ import asyncio
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat
@@ -25,6 +25,7 @@ from ..sessions import SessionStore
 from ..sql import SqlEngine
 from ..storage.values import loads
 from . import keyword
+from .early_vectors import EarlyVectors, Retired
 from .filters import Scope, SearchFilters, allowed_docs, scope
 from .term_index import TermIndex
 from .text import fold
@@ -85,12 +86,18 @@ class SearchQuery(BaseModel):
 class SemanticRetriever(Protocol):
     """The vector side (``search.semantic``), when embeddings are configured."""
 
+    async def early_vectors(self) -> EarlyVectors | None: ...
+
     async def nearest(
-        self, query: str, allow: Sequence[int] | None, limit: int
+        self, query: str, allow: Sequence[int] | None, limit: int, early: EarlyVectors | None
     ) -> list[dict[str, Any]]: ...
 
     async def nearest_to(
-        self, vector: list[float], allow: Sequence[int] | None, limit: int
+        self,
+        vector: list[float],
+        allow: Sequence[int] | None,
+        limit: int,
+        early: EarlyVectors | None,
     ) -> list[dict[str, Any]]: ...
 
     def status(self) -> dict[str, Any]: ...
@@ -98,12 +105,20 @@ class SemanticRetriever(Protocol):
 
 class Searcher:
     def __init__(
-        self, sessions: SessionStore, sql: SqlEngine, config: RetrievalConfig, terms: TermIndex
+        self,
+        sessions: SessionStore,
+        sql: SqlEngine,
+        config: RetrievalConfig,
+        terms: TermIndex,
+        until_loaded: Callable[[], Awaitable[None]],
     ) -> None:
+        """``until_loaded``: start-up's second stage (the mirror), which every search
+        but an early semantic one waits for."""
         self.sessions = sessions
         self.sql = sql
         self.config = config
         self.terms = terms
+        self.until_loaded = until_loaded
         self.semantic: SemanticRetriever | None = None
 
     async def search(self, raw: Any) -> dict[str, Any]:
@@ -114,14 +129,51 @@ class Searcher:
             raise InvalidValueError(f"search with strategy {strategy!r} needs a query text")
         if strategy == "semantic" and self.semantic is None:
             raise InvalidValueError("semantic search needs embeddings, and none are configured")
+        early = await self._early(query, strategy)
+        if early is not None:
+            try:
+                allow = early.allowed(self._sessions_in_scope(query.filters))
+                return await self._search(query, strategy, allow, early, started)
+            except Retired:  # the mirror came meanwhile: the usual way
+                pass
+        await self.until_loaded()
         await self.sessions.flush()
-        excluded = set(query.exclude_ids)
-        speaker = named_speaker(query.query, query.speakers)
         allow = (
             None
             if strategy == "recent"
             else await allowed_docs(self.sql, self._scope(query.filters))
         )
+        return await self._search(query, strategy, allow, None, started)
+
+    async def _early(self, query: "SearchQuery", strategy: str) -> EarlyVectors | None:
+        """The stored vectors, searchable before the mirror, when this search can be
+        answered from them alone."""
+        filters = query.filters
+        if strategy != "semantic" or filters.roles is not None or filters.date_range is not None:
+            return None
+        return await self.semantic.early_vectors() if self.semantic else None
+
+    def _sessions_in_scope(self, filters: SearchFilters) -> set[str]:
+        """This user's sessions that ``filters`` let a search see, without SQL."""
+        return {
+            meta.session_id
+            for meta in self.sessions.view.metas.values()
+            if meta.user_id == self.sessions.user_id
+            and (filters.session_ids is None or meta.session_id in filters.session_ids)
+            and (filters.character_ids is None or meta.character_id in filters.character_ids)
+        }
+
+    async def _search(
+        self,
+        query: "SearchQuery",
+        strategy: str,
+        allow: Sequence[int] | None,
+        early: EarlyVectors | None,
+        started: float,
+    ) -> dict[str, Any]:
+        """The search, among the docs in ``allow`` (or ``early``'s provisional ids)."""
+        excluded = set(query.exclude_ids)
+        speaker = named_speaker(query.query, query.speakers)
         # Excluded messages (the window, for recall) may crowd the top: ask for more only
         # while they leave too few, instead of reading a candidate for every exclusion.
         want = query.limit
@@ -131,7 +183,7 @@ class Searcher:
                 for rank, hit in enumerate(await self._recent(query, want)):
                     self._merge(found, hit, "recent", rank, 1.0)
             else:
-                await self._relevance(query, strategy, want, found, speaker, allow)
+                await self._relevance(query, strategy, want, found, speaker, allow, early)
             hits = [h for h in found.values() if h["message"]["id"] not in excluded]
             exhausted = len(found) < want  # the retrievers had no more to give
             crowded = len(found) > len(hits)
@@ -160,10 +212,11 @@ class Searcher:
         found: dict[tuple[str, str], Any],
         speaker: str | None,
         allow: Sequence[int] | None,
+        early: EarlyVectors | None = None,
     ) -> None:
         """Each retriever's candidates among the docs in ``allow`` (every doc when None):
         ``want`` of them for a single retriever, more when they are fused or a named
-        speaker re-ranks them."""
+        speaker re-ranks them. With ``early``, semantic only, from the stored vectors."""
         single = strategy in ("keyword", "semantic") and not speaker
         pool = want * (1 if single else CANDIDATES)
 
@@ -176,8 +229,8 @@ class Searcher:
             if strategy == "keyword" or self.semantic is None:
                 return []
             if query.vector is not None:
-                return await self.semantic.nearest_to(query.vector, allow, pool)
-            return await self.semantic.nearest(query.query, allow, pool)
+                return await self.semantic.nearest_to(query.vector, allow, pool, early)
+            return await self.semantic.nearest(query.query, allow, pool, early)
 
         # At once: the query's embedding (the model's worker) overlaps the rankings.
         keyword_hits, semantic_hits = await asyncio.gather(by_keyword(), by_meaning())
@@ -311,7 +364,7 @@ def _prefer(hits: list[dict[str, Any]], speaker: str | None) -> list[dict[str, A
     if not speaker:
         return hits
     for hit in hits:
-        hit["message"] = loads(hit["body"])
+        hit["message"] = hit.get("message") or loads(hit["body"])
         if hit["message"].get("role") != speaker:
             hit["score"] -= abs(hit["score"]) * (1 - 1 / SPEAKER_BOOST)
     return sorted(hits, key=lambda hit: -hit["score"])

@@ -25,6 +25,11 @@ class VectorScan(Protocol):
 
     def remove(self, docs: Sequence[int]) -> None: ...
 
+    def relabel(self, old: Sequence[int], new: Sequence[int]) -> None:
+        """``old[i]`` is held as ``new[i]`` from now on, all in one step (the two may
+        share numbers); unknown old docs are ignored. An error, nothing changed, if a doc
+        would be held twice (ValueError here, RangeError from the browser's scan)."""
+
     def __len__(self) -> int:
         """How many docs it holds."""
 
@@ -63,6 +68,18 @@ class PythonVectorScan:
     def remove(self, docs: Sequence[int]) -> None:
         for doc in docs:
             self.vectors.pop(doc, None)
+
+    def relabel(self, old: Sequence[int], new: Sequence[int]) -> None:
+        if len(old) != len(new):
+            raise ValueError("relabel needs as many new docs as old")
+        moved = {doc: self.vectors[doc] for doc in old if doc in self.vectors}
+        renamed = {to: moved[doc] for doc, to in zip(old, new, strict=True) if doc in moved}
+        kept = self.vectors.keys() - moved.keys()
+        if len(renamed) < len(moved) or kept & renamed.keys():
+            raise ValueError("relabel would hold a doc twice")
+        for doc in moved:
+            del self.vectors[doc]
+        self.vectors.update(renamed)
 
     def __len__(self) -> int:
         return len(self.vectors)
