@@ -39,6 +39,9 @@ const MAX_CLOSED_LOGS = 16;
 // After a delete, the copy is rewritten this long after the last one, so that what the
 // user deleted does not stay in the copy's files much longer than in IndexedDB's.
 const ERASE_AFTER_MS = 10_000;
+// A file "erase-due-<log name>" is there while a tab's deletes wait for that slot: if the
+// tab is gone first (closed, or killed), the next start finds it and writes the slot.
+const ERASE_DUE = "erase-due-";
 // Operations as recorded: [PUT, key, value], [DELETE, key],
 // [DELETE_RANGE, lower, upper, lowerOpen, upperOpen], [CLEAR].
 const PUT = 0;
@@ -156,6 +159,7 @@ class Copy {
     this.readStore = null; // set by the store: () => its copied records and clock
     this.onEvent = () => {}; // set by the store: its host's events
     this.erasing = null; // the timer of a compaction after deletes
+    this.eraseMarked = false; // this tab's erase-due file is made (deletes since its read)
     this.channel = null; // the store's tabs' copies tell each other of new slots here
   }
 
@@ -222,7 +226,19 @@ class Copy {
     else if (ops.some(([kind]) => kind !== PUT)) {
       clearTimeout(this.erasing);
       this.erasing = setTimeout(() => this.compactSoon(), ERASE_AFTER_MS);
+      this.markEraseDue();
     }
+  }
+
+  /** This tab's erase-due file, made once per slot (not awaited: a write resolves once
+   *  its record is flushed; a crash in the moment before the file exists leaves the
+   *  deleted records until a later slot, as before the files were kept). */
+  markEraseDue() {
+    if (this.eraseMarked) return;
+    this.eraseMarked = true;
+    this.directory
+      .getFileHandle(ERASE_DUE + this.log.name, { create: true })
+      .catch((error) => tellCopyFailed(this.onEvent, error));
   }
 
   /** Whether logs this long call for a slot: at least as long as the last slot, so a
@@ -297,6 +313,8 @@ class Copy {
 
   /** The slot itself, and the logs it makes unneeded removed. */
   async writeSlot(closed) {
+    const ownLog = this.log.name;
+    this.eraseMarked = false; // a delete committed after the read below marks again
     const { through, keys, values } = await this.readStore();
     const [newest] = await this.slots(); // kept until the new one is whole
     const target = SLOTS.find((name) => name !== newest?.name);
@@ -325,7 +343,28 @@ class Copy {
       await this.directory.removeEntry(name);
     }
     this.closedLogBytes = 0;
+    await this.settleEraseMarks(ownLog);
     return through;
+  }
+
+  /** The erase-due files the slot just written settles: this tab's (unless a delete
+   *  came after its read), and those of logs that are gone. Live tabs' stay. */
+  async settleEraseMarks(ownLog) {
+    const names = await this.names();
+    for (const name of names) {
+      const log = name.startsWith(ERASE_DUE) ? name.slice(ERASE_DUE.length) : null;
+      if (log === null) continue;
+      const own = log === ownLog || log === this.log.name;
+      if (own ? !this.eraseMarked : !names.has(log)) {
+        await this.directory.removeEntry(name).catch(notFoundAsNull);
+      }
+    }
+  }
+
+  async names() {
+    const names = new Set();
+    for await (const [name] of this.directory.entries()) names.add(name);
+    return names;
   }
 
   /** This tab's records above `through` (a slot's number) moved to a new log, in one
@@ -386,14 +425,26 @@ class Copy {
   async tidyClosedLogs() {
     let bytes = 0;
     let files = 0;
-    for (const { name, handle } of await this.claimClosedLogs()) {
+    const closed = await this.claimClosedLogs();
+    for (const { name, handle } of closed) {
       const size = handle.getSize();
       handle.close();
       if (size === 0) await this.directory.removeEntry(name);
       else [bytes, files] = [bytes + size, files + 1];
     }
     this.closedLogBytes = bytes;
-    if (this.pastDue(bytes) || files > MAX_CLOSED_LOGS) this.compactSoon();
+    const eraseDue = await this.eraseDue(new Set(closed.map(({ name }) => name)));
+    if (eraseDue || this.pastDue(bytes) || files > MAX_CLOSED_LOGS) this.compactSoon();
+  }
+
+  /** Whether a tab deleted records and was gone before it wrote their slot: an erase-due
+   *  file names a closed log, or a log no longer there. */
+  async eraseDue(closed) {
+    const names = await this.names();
+    return [...names].some((name) => {
+      const log = name.slice(ERASE_DUE.length);
+      return name.startsWith(ERASE_DUE) && (closed.has(log) || !names.has(log));
+    });
   }
 }
 

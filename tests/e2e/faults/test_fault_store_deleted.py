@@ -415,3 +415,45 @@ def test_a_delete_leaves_every_live_tabs_copy_files(browser_on_disk):
     assert page.evaluate(BOOT)["from"] is None
     assert page.evaluate(READ_BACK, [])["messages"] == {"kept": ["kept 0", "after the trim"]}
     assert not page.evaluate(COPY_HOLDS, secret)
+
+
+def test_a_delete_from_a_tab_gone_before_its_slot_leaves_the_copy_at_the_next_start(
+    browser_on_disk,
+):
+    """A tab rewrites the copy 10 s after a delete. One killed (or closed) sooner leaves
+    a file saying so, and the next start writes the slot: the deleted records do not
+    wait in the closed tab's log for the next compaction (16 closed logs, or 4 MB)."""
+    browser = browser_on_disk
+    page = browser.page()
+    page.evaluate(WRITE, {"turns": 1, "tag": "kept"})
+    secret = "a secret deleted just before the tab went " + "s" * 200
+    page.evaluate(
+        """async (secret) => {
+          const { sessionId } = await memory.sessions.createSession({ title: 'doomed' });
+          await memory.sessions.addMessage(sessionId, { role: 'user', content: secret });
+          await memory.sessions.deleteSession(sessionId);
+        }""",
+        secret,
+    )
+    wait_for_copy(
+        page, "(files) => Object.keys(files).some((name) => name.startsWith('erase-due-'))"
+    )
+    assert page.evaluate(COPY_HOLDS, secret)
+    browser.kill()
+
+    page = browser.page()
+    deadline = time.monotonic() + 30
+    while page.evaluate(COPY_HOLDS, secret):
+        assert time.monotonic() < deadline, page.evaluate(COPY_FILES)
+        time.sleep(0.5)
+    files = wait_for_copy(
+        page, "(files) => !Object.keys(files).some((name) => name.startsWith('erase-due-'))"
+    )
+    assert any(name.startswith("slot-") for name in files)
+    assert page.evaluate(READ_BACK, [])["messages"] == {"kept": ["kept 0"]}
+    # What the slot holds comes back whole after a loss.
+    browser.kill()
+    browser.delete_indexeddb()
+    page = browser.page(boot=False)
+    assert page.evaluate(BOOT)["from"] is None
+    assert page.evaluate(READ_BACK, ["kept"])["messages"] == {"kept": ["kept 0"]}
