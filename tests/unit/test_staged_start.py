@@ -4,6 +4,7 @@ while DuckDB is still being filled; every other method waits for that, and fails
 here is the real one, its statements held back until the test lets them run."""
 
 import asyncio
+import contextlib
 
 import duckdb
 import pytest
@@ -349,6 +350,19 @@ async def _semantic(system, text: str, **extra) -> list[str]:
     return [hit["message"]["content"] for hit in reply["value"]["results"]]
 
 
+@contextlib.asynccontextmanager
+async def reopened_held(place, options, held_sql):
+    """The store reopened (not waiting for the load) with DuckDB's statements held, until
+    the test lets them run; closed at the end."""
+    held_sql.clear()
+    system = await open_native_system(place, options, wait_for_load=False)
+    try:
+        yield system
+    finally:
+        held_sql.set()
+        await system.close()
+
+
 async def test_a_semantic_search_answers_from_the_stored_vectors_before_the_load(
     vector_store, held_sql
 ):
@@ -357,8 +371,7 @@ async def test_a_semantic_search_answers_from_the_stored_vectors_before_the_load
     filters the records' sessions cannot answer, wait for the load; once it is there the
     ids are the mirror's docs and the same search answers the same."""
     place, options = vector_store
-    system = await open_native_system(place, options, wait_for_load=False)
-    try:
+    async with reopened_held(place, options, held_sql) as system:
         assert await _semantic(system, "the garden needs sun", limit=1) == ["the garden needs sun"]
         assert set(await _semantic(system, "frogs", limit=3)) == set(TEXTS)
         status = (await system.dispatch("embeddingsStatus", []))["value"]
@@ -388,9 +401,6 @@ async def test_a_semantic_search_answers_from_the_stored_vectors_before_the_load
         docs = await system.query("SELECT doc FROM message_vectors ORDER BY doc")
         scan = system.embeddings.vectors.scan
         assert sorted(scan.vectors) == [row["doc"] for row in docs]
-    finally:
-        held_sql.set()
-        await system.close()
 
 
 async def test_an_early_search_drops_what_the_records_no_longer_say(vector_store, held_sql):
@@ -405,17 +415,12 @@ async def test_an_early_search_drops_what_the_records_no_longer_say(vector_store
     await plain.sessions.delete_message(sid, stored["frogs sing at night"])
     await plain.sessions.update_message(sid, stored["tea with lemon"], {"content": "coffee"})
     await plain.close()
-    held_sql.clear()
-    system = await open_native_system(place, options, wait_for_load=False)
-    try:
+    async with reopened_held(place, options, held_sql) as system:
         assert await _semantic(system, "frogs sing at night tea with lemon", limit=3) == [
             "the garden needs sun"
         ]
         assert len(system.embeddings.vectors.scan) == 1  # both stale vectors forgotten
         assert not system.sessions.mirrored.is_set()
-    finally:
-        held_sql.set()
-        await system.close()
 
 
 async def test_an_early_search_sees_only_this_users_sessions_and_its_filters(
@@ -438,9 +443,7 @@ async def test_an_early_search_sees_only_this_users_sessions_and_its_filters(
         s["sessionId"] for s in await mine.sessions.list_sessions() if s["sessionId"] != neko
     ]
     await mine.close()
-    held_sql.clear()
-    system = await open_native_system(place, options, wait_for_load=False)
-    try:
+    async with reopened_held(place, options, held_sql) as system:
         everything = await _semantic(system, "frogs", limit=10)
         assert "frogs in the rain" not in everything
         assert set(everything) == {*TEXTS, "frogs at dawn"}
@@ -451,9 +454,6 @@ async def test_an_early_search_sees_only_this_users_sessions_and_its_filters(
             await _semantic(system, "frogs", limit=10, filters={"sessionIds": [first]})
         ) == set(TEXTS)
         assert not system.sessions.mirrored.is_set()
-    finally:
-        held_sql.set()
-        await system.close()
 
 
 async def test_a_vector_two_tabs_stored_counts_once_early_and_after_the_load(
@@ -468,9 +468,7 @@ async def test_a_vector_two_tabs_stored_counts_once_early_and_after_the_load(
     [key, *_] = sorted(await plain.storage.get_keys(semantic.VECTORS))
     await plain.storage.set_item_raw(key + "-copy", await plain.storage.get_item_raw(key))
     await plain.close()
-    held_sql.clear()
-    system = await open_native_system(place, options, wait_for_load=False)
-    try:
+    async with reopened_held(place, options, held_sql) as system:
         found = await _semantic(system, TEXTS[0], limit=3)
         assert sorted(found) == sorted(TEXTS)
         assert len(system.embeddings.vectors.scan) == 3
@@ -481,6 +479,3 @@ async def test_a_vector_two_tabs_stored_counts_once_early_and_after_the_load(
         assert sorted(system.embeddings.vectors.scan.vectors) == [row["doc"] for row in docs]
         assert len(docs) == 3
         assert sorted(await _semantic(system, TEXTS[0], limit=3)) == sorted(TEXTS)
-    finally:
-        held_sql.set()
-        await system.close()

@@ -82,6 +82,8 @@ class EarlyVectors:
         meanwhile."""
         found: list[dict[str, Any]] = []
         for _ in range(MAX_RERANKS):
+            if self.retired:  # while the query was embedded, say
+                raise Retired
             ranked = self.scan.top_k(query, limit, allow)
             found, gone = await self._checked(ranked)
             if not gone:

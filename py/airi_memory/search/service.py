@@ -157,9 +157,8 @@ class Searcher:
         """This user's sessions that ``filters`` let a search see, without SQL."""
         return {
             meta.session_id
-            for meta in self.sessions.view.metas.values()
-            if meta.user_id == self.sessions.user_id
-            and (filters.session_ids is None or meta.session_id in filters.session_ids)
+            for meta in self.sessions.own_sessions()
+            if (filters.session_ids is None or meta.session_id in filters.session_ids)
             and (filters.character_ids is None or meta.character_id in filters.character_ids)
         }
 
