@@ -320,7 +320,7 @@ class VectorIndex:
             matched = bytearray(len(chunk.records))
             for row in rows:
                 matched[row] = 1
-            self.scan.remove([row for row, hit in enumerate(matched) if not hit])
+            self.scan.remove([row for row, found in enumerate(matched) if not found])
             self.scan.relabel(rows, docs)
 
     _PENDING = f"""FROM chat_messages m {WITH_TEXT}
