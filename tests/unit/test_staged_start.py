@@ -479,3 +479,26 @@ async def test_a_vector_two_tabs_stored_counts_once_early_and_after_the_load(
         assert sorted(system.embeddings.vectors.scan.vectors) == [row["doc"] for row in docs]
         assert len(docs) == 3
         assert sorted(await _semantic(system, TEXTS[0], limit=3)) == sorted(TEXTS)
+
+
+async def test_when_duckdb_cannot_start_semantic_search_still_answers_from_the_records(
+    vector_store, monkeypatch
+):
+    """The stored vectors and the records need no DuckDB: a semantic search answers (each
+    winner checked against its record) while every call that needs DuckDB fails with its
+    error."""
+    place, options = vector_store
+
+    async def broken(self, *args):
+        raise RuntimeError("DuckDB is not there")
+
+    monkeypatch.setattr(NativeDuckDb, "execute", broken)
+    system = await open_native_system(place, options, wait_for_load=False)
+    try:
+        with pytest.raises(RuntimeError, match="DuckDB is not there"):
+            await system.loaded()
+        assert await _semantic(system, "tea with lemon", limit=1) == ["tea with lemon"]
+        keyword = await system.dispatch("search", [{"query": "tea", "strategy": "keyword"}])
+        assert keyword["error"]["message"] == "DuckDB is not there"
+    finally:
+        await system.close()
