@@ -118,13 +118,19 @@ async def test_sessions_and_early_methods_answer_before_the_load_and_the_rest_wa
         await system.close()
 
 
-async def test_a_load_that_fails_fails_the_waiting_calls_not_the_sessions(stored, monkeypatch):
-    place, sid = stored
+@pytest.fixture
+def break_duckdb(monkeypatch):
+    """Called: every DuckDB statement from then on fails, as when DuckDB cannot start."""
 
     async def broken(self, *args):
         raise RuntimeError("DuckDB is not there")
 
-    monkeypatch.setattr(NativeDuckDb, "execute", broken)
+    return lambda: monkeypatch.setattr(NativeDuckDb, "execute", broken)
+
+
+async def test_a_load_that_fails_fails_the_waiting_calls_not_the_sessions(stored, break_duckdb):
+    place, sid = stored
+    break_duckdb()
     system = await open_native_system(place, QUIET, wait_for_load=False)
     try:
         messages = await system.dispatch("sessions.loadSessionMessages", [sid])
@@ -482,17 +488,13 @@ async def test_a_vector_two_tabs_stored_counts_once_early_and_after_the_load(
 
 
 async def test_when_duckdb_cannot_start_semantic_search_still_answers_from_the_records(
-    vector_store, monkeypatch
+    vector_store, break_duckdb
 ):
     """The stored vectors and the records need no DuckDB: a semantic search answers (each
     winner checked against its record) while every call that needs DuckDB fails with its
     error."""
     place, options = vector_store
-
-    async def broken(self, *args):
-        raise RuntimeError("DuckDB is not there")
-
-    monkeypatch.setattr(NativeDuckDb, "execute", broken)
+    break_duckdb()
     system = await open_native_system(place, options, wait_for_load=False)
     try:
         with pytest.raises(RuntimeError, match="DuckDB is not there"):

@@ -58,15 +58,14 @@ class EarlyVectors:
         self.records = records
         self.hashes = hashes
         self.retired = False
-        self._rows_of: dict[str, array[int]] = {}
-        for row, session_id in enumerate(session_ids):
-            rows = self._rows_of.get(session_id)
-            if rows is None:
-                rows = self._rows_of[session_id] = array("i")
-            rows.append(row)
+        self._rows_of: dict[str, array[int]] | None = None  # at the first search, not at start
 
     def allowed(self, sessions: Collection[str]) -> "array[int] | None":
         """The provisional ids of these sessions' vectors; None when that is every one."""
+        if self._rows_of is None:
+            self._rows_of = {}
+            for row, session_id in enumerate(self.session_ids):
+                self._rows_of.setdefault(session_id, array("i")).append(row)
         if all(session_id in sessions for session_id in self._rows_of):
             return None
         allow = array("i")
