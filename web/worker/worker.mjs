@@ -3,10 +3,14 @@
 // imported), is ready once Python has read the sessions, then forwards each facade
 // call to the Python core and posts back plain JS values. Calls that need the history
 // in DuckDB wait in Python until start-up has loaded it ("loaded").
-import { createBrowserHost, eraseStore, setOnline } from "./host.mjs";
 import { readSitePackages, writeSitePackages } from "./site-packages.mjs";
 
 const runtimeUrl = new URL("./", import.meta.url).href;
+// The host (IndexedDB, DuckDB-WASM, apache-arrow: 0.6 MB of script) loads beside
+// Pyodide's boot instead of before it: a static import held the worker's first line, and
+// so Pyodide's start, until it was fetched and parsed (55-100 ms of every start).
+const hostModule = import("./host.mjs");
+hostModule.catch(() => {}); // each use awaits it, and fails with its error
 // Events for the page (progress of the embedding model and of background indexing).
 const postEvent = (event, detail) => self.postMessage({ event, detail });
 let api = null;
@@ -135,8 +139,6 @@ async function boot(options, withTestHooks, withSnapshot) {
     if (event === "storage-restored") outcome.restored = detail; // boot's answer tells it too
     postEvent(event, detail);
   };
-  host = await createBrowserHost({ runtimeUrl, onEvent, timeouts: options?.timeouts ?? {}, startSqlWhen });
-  host.sql.started.then(() => ended("duckdb"), () => {}); // its failure is the load's
   const { loadPyodide } = await import(`${runtimeUrl}pyodide.mjs`);
   const python = timed("pyodide", startPython(loadPyodide, withSnapshot === true, timed, outcome)).then(
     (loaded) => {
@@ -146,6 +148,10 @@ async function boot(options, withTestHooks, withSnapshot) {
       return timed("imports", Promise.resolve(browserHost));
     },
   );
+  python.catch(() => {}); // awaited below, once the host is made
+  const { createBrowserHost } = await hostModule;
+  host = await createBrowserHost({ runtimeUrl, onEvent, timeouts: options?.timeouts ?? {}, startSqlWhen });
+  host.sql.started.then(() => ended("duckdb"), () => {}); // its failure is the load's
   // Tabs of one origin hint each other that the journal moved; each then catches up from
   // IndexedDB itself. A hint carries nothing to trust, and one lost (a frozen tab, a
   // message during boot) only delays the catch-up until the next hint or poll.
@@ -266,7 +272,7 @@ async function runTestHook({ action, target, ms, name, count }) {
 
 self.onmessage = async ({ data }) => {
   if (data.appReply) return settleAppCall(data);
-  if (data.network) return setOnline(data.network.online);
+  if (data.network) return hostModule.then((loaded) => loaded.setOnline(data.network.online));
   const { id, kind, method, args, options } = data;
   try {
     if (kind === "boot") {
@@ -278,6 +284,7 @@ self.onmessage = async ({ data }) => {
       self.postMessage({ id, ok: true, value: await close() });
     } else if (kind === "erase") {
       const { dbName, storeName, bases } = data.stored;
+      const { eraseStore } = await hostModule;
       self.postMessage({ id, ok: true, value: await eraseStore(dbName, storeName, bases) });
     } else if (kind === "test") {
       self.postMessage({ id, ok: true, value: await runTestHook(data) });
