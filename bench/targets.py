@@ -24,6 +24,8 @@ TARGETS = [
     Target("cold start to ready", "cold start to ready",
            ("bare Pyodide: loadPyodide() in a worker, fresh profile",), at_most=1.3),
     Target("warm reload to ready", "warm reload to ready", ("cold start to ready",), at_most=0.6),
+    Target("  warm reload again (second reload)", "  warm reload again, to ready",
+           ("cold start to ready",), at_most=0.6),
     Target("  cold start, startupSnapshot (experimental)", "cold start to ready, startupSnapshot",
            ("bare Pyodide: loadPyodide() in a worker, fresh profile",), at_most=1.3),
     Target("  warm reload, startupSnapshot (experimental)", "warm reload to ready, startupSnapshot",
