@@ -77,8 +77,8 @@ def bench_cold_and_warm(playwright, base_url: str, runs: int) -> list[dict]:
                 starts.setdefault(f"  warm reload to loaded{label}", []).append(warm["loaded"])
                 for name, value in warm["phases"].items():
                     starts.setdefault(f"  warm{label}: {name} done at", []).append(value)
-                # Chromium caches a wasm module's code only once enough of it was compiled:
-                # the first reload still compiles part of it, later visits do not.
+                # A later visit beside the first reload: Chromium stores a wasm module's
+                # compiled code in steps, so the two may differ (the goal is the first's).
                 page.evaluate("() => memory.close()")
                 page.reload()
                 again = page.evaluate(BOOT, options)
