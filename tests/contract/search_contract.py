@@ -2,6 +2,7 @@
 substring search, CJK, and an index that follows deletes and restarts. Run on CPython
 and in Pyodide; self-contained like the other contracts."""
 
+import json
 import math
 
 from airi_memory.errors import InvalidValueError
@@ -846,6 +847,152 @@ async def case_a_vector_two_tabs_both_stored_counts_once(open_system):
     assert status["indexed"] == 1 and calls == []
     assert await restarted.query("SELECT count(*) AS n FROM message_vectors") == [{"n": 1}]
     assert await restarted.storage.get_keys("local:memory:vectors") == [key]
+
+
+async def stored_vectors_by_key(system):
+    """Every stored vector of the live model: its key, and its codes and scale."""
+    from airi_memory.search.vector_batches import decode_batch
+
+    found = {}
+    for _, data in await system.storage.get_all(system.embeddings.vectors.prefix, raw=True):
+        stored = decode_batch(bytes(data))
+        codes, scales = bytes(stored.codes), memoryview(bytes(stored.scales)).cast("f")
+        for row, key in enumerate(stored.keys):
+            assert key not in found, f"{key} stored twice"
+            found[key] = (codes[row * stored.dims : (row + 1) * stored.dims], scales[row])
+    return found
+
+
+async def expected_vectors(system):
+    """Each live message's key, and the codes and scale of its toy vector, made unit
+    length and quantized, as the indexer stores it."""
+    from array import array
+
+    from airi_memory.search.quantize import quantize
+    from airi_memory.search.semantic import TEXT_HASH, WITH_TEXT
+
+    rows = await system.query(
+        f"SELECT session_id, record, {TEXT_HASH} AS hash, body FROM chat_messages m {WITH_TEXT}"
+    )
+    expected = {}
+    for row in rows:
+        vector = toy_vectors([json.loads(row["body"])["content"]])[0]
+        norm = math.sqrt(sum(x * x for x in vector))
+        codes, scale = quantize(array("f", [x / norm for x in vector]).tobytes(), 48)
+        expected[(row["session_id"], row["record"], row["hash"])] = (
+            codes, memoryview(scale).cast("f")[0],
+        )  # fmt: skip
+    return expected
+
+
+async def case_small_stored_batches_are_merged_and_lose_nothing(open_system):
+    """Background embedding stores a record per model batch; once MERGE_AT are small they
+    become one record, each vector under its own message, and a reload embeds nothing
+    again. A prune rewrites the merged record as any other."""
+    import asyncio
+
+    from airi_memory.search.semantic import MERGE_AT
+    from airi_memory.search.vector_batches import decode_batch
+
+    system = await open_system(**QUIET)
+    calls = await use_toy_embeddings(system)
+    await system.embeddings.configure({"provider": "custom", "model": "toy", "dimensions": 48,
+                                       "backgroundIndexing": False, "batchSize": 1})  # fmt: skip
+    texts = [f"alpha{i} beta{i} gamma{i % 7}" for i in range(MERGE_AT + 8)]
+    sid, added = await session_with(system, texts)
+    await system.embeddings.index_now()
+    assert calls == [1] * len(texts)
+    sizes = [
+        len(decode_batch(bytes(data)))
+        for _, data in await system.storage.get_all("local:memory:vectors", raw=True)
+    ]
+    assert sorted(sizes) == [1] * 8 + [MERGE_AT]  # the first MERGE_AT merged; 8 since
+    assert await stored_vectors_by_key(system) == await expected_vectors(system)
+    assert len(system.embeddings.vectors.scan) == len(texts)
+    # Deleting messages rewrites the record each one is in, the merged one too.
+    await system.sessions.delete_message(sid, added[0]["id"])  # in the merged record
+    await system.sessions.delete_message(sid, added[-1]["id"])  # in a small one
+    expected = await expected_vectors(system)
+    assert len(expected) == len(texts) - 2
+    scan = system.embeddings.vectors.scan
+    for _ in range(500):  # the prune runs in the background
+        stored = await stored_vectors_by_key(system)
+        if stored == expected and len(scan) == len(texts) - 2:
+            break
+        await asyncio.sleep(0.02)
+    assert stored == expected and len(scan) == len(texts) - 2
+    await system.embeddings.vectors.stop()  # as a reload stops it
+    restarted = await open_system(**QUIET)
+    calls = await use_toy_embeddings(restarted)
+    status = await settled(restarted, indexed=len(texts) - 2)
+    assert status["indexed"] == len(texts) - 2 and calls == []
+    found = await restarted.searcher.search({"query": texts[5], "strategy": "semantic", "limit": 1})
+    assert contents(found) == [texts[5]] and found["results"][0]["score"] > 0.99
+
+
+async def case_a_merge_beside_another_tab_loses_no_vector(open_system):
+    """Two tabs hold the same small stored batches: one merges them, then the other,
+    whose copies are gone by then, merges its own view. Each vector stays stored once
+    somewhere, and a reload embeds nothing again."""
+    from airi_memory.search.semantic import MERGE_AT
+
+    async def tab():
+        system = await open_system(separate_engine=True, **QUIET)  # its own DuckDB
+        calls = await use_toy_embeddings(system)
+        await system.embeddings.configure({"provider": "custom", "model": "toy",
+            "dimensions": 48, "backgroundIndexing": False, "batchSize": 1})  # fmt: skip
+        await system.embeddings.index_now()
+        return system, calls
+
+    first, _ = await tab()
+    await session_with(first, [f"shared{i} memory" for i in range(MERGE_AT - 1)])
+    await first.embeddings.index_now()
+    second, calls = await tab()  # loaded the MERGE_AT - 1 small batches
+    assert calls == [] and (await second.embeddings.status())["indexed"] == MERGE_AT - 1
+    await session_with(first, ["first tab's own"])
+    await first.embeddings.index_now()  # the MERGE_AT-th: merged
+    assert len(await first.storage.get_keys("local:memory:vectors")) == 1
+    await session_with(second, ["second tab's own"])
+    await second.embeddings.index_now()  # merges its view: all but its own are gone
+    assert len(await first.storage.get_keys("local:memory:vectors")) == 2
+    restarted, calls = await tab()
+    assert (await restarted.embeddings.status())["indexed"] == MERGE_AT + 1 and calls == []
+    assert await stored_vectors_by_key(restarted) == await expected_vectors(restarted)
+
+
+async def case_a_merge_that_cannot_write_keeps_every_batch(open_system):
+    """Storage failing during a merge: the small batches stay as they were, searchable,
+    and the next store merges them."""
+    from airi_memory.search.semantic import MERGE_AT
+
+    system = await open_system(**QUIET)
+    await use_toy_embeddings(system)
+    await system.embeddings.configure({"provider": "custom", "model": "toy", "dimensions": 48,
+                                       "backgroundIndexing": False, "batchSize": 1})  # fmt: skip
+    await session_with(system, [f"word{i} other{i}" for i in range(MERGE_AT - 1)])
+    await system.embeddings.index_now()
+    keys = await system.storage.get_keys("local:memory:vectors")
+    write_batch = system.storage.write_batch
+
+    async def failing(*args, **kwargs):
+        if any(":vectors:" in key for key in kwargs.get("removes", ())):
+            raise OSError("disk full")
+        return await write_batch(*args, **kwargs)
+
+    system.storage.write_batch = failing
+    await session_with(system, ["one more"])
+    await expect_error(OSError, system.embeddings.index_now(), "disk full")
+    stored = await system.storage.get_keys("local:memory:vectors")
+    assert len(stored) == MERGE_AT and set(keys) < set(stored)
+    assert await stored_vectors_by_key(system) == await expected_vectors(system)
+    found = await system.searcher.search({"query": "word3 other3", "strategy": "semantic"})
+    assert contents(found)[0] == "word3 other3"
+    system.storage.write_batch = write_batch
+    await session_with(system, ["and another"])
+    await system.embeddings.index_now()
+    assert len(await system.storage.get_keys("local:memory:vectors")) == 1
+    assert await stored_vectors_by_key(system) == await expected_vectors(system)
+    assert len(system.embeddings.vectors.scan) == MERGE_AT + 1
 
 
 async def case_a_new_model_never_mixes_vectors(open_system):

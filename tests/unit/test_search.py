@@ -106,3 +106,16 @@ async def test_the_model_always_has_the_next_batch_waiting(tmp_path):
     status = await system.embeddings.index_now()
     assert status["indexed"] == 10 and status["pending"] == 0
     assert calls[4:] == [2, 2, 2] and peak == 2  # the six texts left, once each
+
+
+def test_merge_groups_pack_the_smallest_batches_up_to_the_bound():
+    """Batches (vectors, number) from the smallest: groups stay within the bound, and a
+    batch left alone in its group is not written again."""
+    from airi_memory.search.semantic import merge_groups
+
+    small = [(1, 7), (2, 3), (3, 9), (4, 1), (6, 2), (9, 5)]
+    assert merge_groups(small, 6) == [[7, 3, 9]]  # then 4, 6 and 9 each alone
+    assert merge_groups(small, 10) == [[7, 3, 9, 1]]  # then 6 and 9 each alone
+    assert merge_groups(small, 15) == [[7, 3, 9, 1], [2, 5]]
+    assert merge_groups(small, 100) == [[7, 3, 9, 1, 2, 5]]
+    assert merge_groups([(5, 1)], 100) == []
