@@ -891,6 +891,7 @@ async def case_small_stored_batches_are_merged_and_lose_nothing(open_system):
     again. A prune rewrites the merged record as any other."""
     import asyncio
 
+    from airi_memory.diagnostics import stored_layout
     from airi_memory.search.semantic import MERGE_AT
     from airi_memory.search.vector_batches import decode_batch
 
@@ -907,6 +908,7 @@ async def case_small_stored_batches_are_merged_and_lose_nothing(open_system):
         for _, data in await system.storage.get_all("local:memory:vectors", raw=True)
     ]
     assert sorted(sizes) == [1] * 8 + [MERGE_AT]  # the first MERGE_AT merged; 8 since
+    assert sorted(sizes, reverse=True) == stored_layout(len(texts), 1)  # the bench's layout
     assert await stored_vectors_by_key(system) == await expected_vectors(system)
     assert len(system.embeddings.vectors.scan) == len(texts)
     # Deleting messages rewrites the record each one is in, the merged one too.

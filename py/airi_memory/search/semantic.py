@@ -473,15 +473,11 @@ class VectorIndex:
         """Once MERGE_AT stored batches hold fewer than MERGE_BELOW vectors each, they are
         stored again as records of up to MERGED_MAX (batches of older versions are
         rewritten by the prune first)."""
-        small = sorted(
-            (count, batch)
-            for batch, (_, count) in self._stored.items()
-            if count < MERGE_BELOW and batch not in self._unverified
-        )
-        if len(small) < MERGE_AT:
-            return
-        await self.sessions.flush()
-        for group in merge_groups(small, MERGED_MAX):
+        sizes = {b: n for b, (_, n) in self._stored.items() if b not in self._unverified}
+        plan = merge_plan(sizes)
+        if plan:
+            await self.sessions.flush()
+        for group in plan:
             await self._rewrite(group)
 
     async def _rewrite(self, batches: Sequence[int]) -> None:
@@ -639,6 +635,13 @@ class _Chunk:
         self.hashes += stored.hashes if stored.hashes is not None else [""] * len(stored)
         self.batches += [batch] * len(stored)
         self.parts.append((batch, stored.codes, stored.scales))
+
+
+def merge_plan(sizes: dict[int, int]) -> list[list[int]]:
+    """The stored batches (number: vectors) to merge now, each group into one record:
+    none until MERGE_AT of them are small."""
+    small = sorted((count, batch) for batch, count in sizes.items() if count < MERGE_BELOW)
+    return merge_groups(small, MERGED_MAX) if len(small) >= MERGE_AT else []
 
 
 def merge_groups(small: Sequence[tuple[int, int]], most: int) -> list[list[int]]:
