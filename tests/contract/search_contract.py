@@ -4,6 +4,7 @@ and in Pyodide; self-contained like the other contracts."""
 
 import json
 import math
+from array import array
 
 from airi_memory.errors import InvalidValueError
 from airi_memory.search.filters import SearchFilters, allowed_docs, scope
@@ -930,6 +931,35 @@ async def case_small_stored_batches_are_merged_and_lose_nothing(open_system):
     assert status["indexed"] == len(texts) - 2 and calls == []
     found = await restarted.searcher.search({"query": texts[5], "strategy": "semantic", "limit": 1})
     assert contents(found) == [texts[5]] and found["results"][0]["score"] > 0.99
+
+
+async def case_small_batches_an_older_version_stored_are_merged_at_start(open_system):
+    """A store from before merging holds one record per model batch: the next start
+    merges them, and embeds nothing again."""
+    from airi_memory.search.semantic import MERGE_AT
+    from airi_memory.search.vector_batches import encode_batch
+
+    system = await open_system(**QUIET)
+    await use_toy_embeddings(system)
+    await session_with(system, [f"old{i} store{i}" for i in range(MERGE_AT + 3)])
+    await settled(system, indexed=MERGE_AT + 3)
+    await system.embeddings.vectors.stop()
+    vectors = await stored_vectors_by_key(system)
+    prefix = system.embeddings.vectors.prefix
+    await system.storage.write_batch(
+        raw_sets=[
+            (f"{prefix}:0000000000001-old-{n:06d}", encode_batch([key], codes, scale, 48))
+            for n, (key, (codes, scale)) in enumerate(vectors.items())
+            for scale in [array("f", [scale]).tobytes()]
+        ],
+        removes=await system.storage.get_keys(prefix),
+    )
+    assert len(await system.storage.get_keys(prefix)) == MERGE_AT + 3
+    restarted = await open_system(**QUIET)
+    calls = await use_toy_embeddings(restarted)
+    await settled(restarted, indexed=MERGE_AT + 3)
+    assert calls == [] and len(await restarted.storage.get_keys(prefix)) == 1
+    assert await stored_vectors_by_key(restarted) == vectors
 
 
 async def case_a_merge_beside_another_tab_loses_no_vector(open_system):
