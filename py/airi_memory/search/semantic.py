@@ -72,8 +72,9 @@ EMBED_AHEAD = 2
 # a search at start-up wait 1.65-1.9 s after ready, against 0.3 s for records of 8,192.
 MERGE_BELOW = 4096  # vectors: a stored batch this small is merged with others
 MERGED_MAX = 8192  # vectors in a merged record at most (3.2 MB at 384 dimensions)
-# Small stored batches that start a merge: each vector is written again a few times at
-# most (a record grows by 31 batches or more each time, until MERGE_BELOW).
+# Small stored batches that start a merge: a record grows by 31 batches or more each time
+# until it passes MERGE_BELOW, so a vector is written again about five times (100,000
+# stored 16 at a time: 495,728 vector writes by merges, and 50 records left).
 MERGE_AT = 32
 # A search ranks again while the scan held docs DuckDB no longer does (each time with
 # those forgotten); bounded, in case a scan cannot forget.
