@@ -71,7 +71,7 @@ async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
 def stored_layout(vectors: int, batch_size: int) -> list[int]:
     """The records background embedding leaves once it stored ``vectors`` in batches of
     ``batch_size``, merges included (their sizes, largest first): storing them one by
-    one, as it does, took 314 s for 100,000 here (one IndexedDB put each)."""
+    one, as it does, took 314-332 s for 100,000 here (one IndexedDB put each)."""
     sizes: dict[int, int] = {}
     numbers = itertools.count()
     for first in range(0, vectors, batch_size):
