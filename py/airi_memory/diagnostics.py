@@ -13,7 +13,7 @@ import time
 from array import array
 from typing import Any
 
-from .search.semantic import TEXT_HASH, WITH_TEXT, VectorIndex, merge_plan
+from .search.semantic import TEXT_HASH, WINDOW_BATCHES, WITH_TEXT, VectorIndex, merge_plan
 from .search.vector_batches import decode_batch, rows_of
 from .sql import SqlEngine
 
@@ -69,13 +69,14 @@ async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
 
 
 def stored_layout(vectors: int, batch_size: int) -> list[int]:
-    """The records background embedding leaves once it stored ``vectors`` in batches of
-    ``batch_size``, merges included (their sizes, largest first): storing them one by
-    one, as it does, took 314-332 s for 100,000 here (one IndexedDB put each)."""
+    """The records background embedding leaves once it stored ``vectors`` a window at a
+    time (WINDOW_BATCHES model batches of ``batch_size``), merges included (their sizes,
+    largest first): storing them one by one, as it does, takes minutes for 100,000."""
+    window = batch_size * WINDOW_BATCHES
     sizes: dict[int, int] = {}
     numbers = itertools.count()
-    for first in range(0, vectors, batch_size):
-        sizes[next(numbers)] = min(batch_size, vectors - first)
+    for first in range(0, vectors, window):
+        sizes[next(numbers)] = min(window, vectors - first)
         for group in merge_plan(sizes):
             sizes[next(numbers)] = sum(sizes.pop(batch) for batch in group)
     return sorted(sizes.values(), reverse=True)

@@ -12,14 +12,17 @@ from airi_memory.search.keyword import bm25
 from contract.common import DAY, QUIET, START, Clock, eventually, expect_error
 
 
-async def session_with(system, texts, **meta):
-    """A session with one message a day from START; ``(role, text)`` pairs or user texts."""
+async def session_with(system, texts, embed_each=False, **meta):
+    """A session with one message a day from START; ``(role, text)`` pairs or user texts.
+    ``embed_each``: each embedded once added, as in a live chat (one stored record each)."""
     sid = (await system.sessions.create_session(meta))["sessionId"]
     added = []
     for i, text in enumerate(texts):
         role, text = text if isinstance(text, tuple) else ("user", text)
         message = {"role": role, "content": text, "createdAt": START + i * DAY}
         added.append(await system.sessions.add_message(sid, message))
+        if embed_each:
+            await system.embeddings.index_now()
     return sid, added
 
 
@@ -886,13 +889,77 @@ async def expected_vectors(system):
     return expected
 
 
+async def case_an_embedding_window_is_stored_as_one_record(open_system):
+    """Background embedding embeds a window of WINDOW_BATCHES model batches, each
+    searchable once back, and stores the window as one record: the layout the bench
+    fills (``stored_layout``)."""
+    from airi_memory.diagnostics import stored_layout
+    from airi_memory.search.semantic import WINDOW_BATCHES
+    from airi_memory.search.vector_batches import decode_batch
+
+    system = await open_system(**QUIET)
+    calls = await use_toy_embeddings(system)
+    await system.embeddings.configure({"provider": "custom", "model": "toy", "dimensions": 48,
+                                       "backgroundIndexing": False, "batchSize": 1})  # fmt: skip
+    texts = [f"alpha{i} beta{i} gamma{i % 7}" for i in range(WINDOW_BATCHES + 8)]
+    await session_with(system, texts)
+    await system.embeddings.index_now()
+    assert calls == [1] * len(texts)
+    sizes = [
+        len(decode_batch(bytes(data)))
+        for _, data in await system.storage.get_all("local:memory:vectors", raw=True)
+    ]
+    assert sorted(sizes) == [8, WINDOW_BATCHES]
+    assert sorted(sizes, reverse=True) == stored_layout(len(texts), 1)
+    assert await stored_vectors_by_key(system) == await expected_vectors(system)
+    assert len(system.embeddings.vectors.scan) == len(texts)
+    restarted = await open_system(**QUIET)
+    calls = await use_toy_embeddings(restarted)
+    assert (await settled(restarted, indexed=len(texts)))["indexed"] == len(texts)
+    assert calls == []
+
+
+async def case_a_window_that_fails_midway_keeps_what_was_embedded(open_system):
+    """The model failing in the middle of a window: the batches embedded before it are
+    stored (as one record) and searchable, and only the rest is embedded again."""
+    system = await open_system(**QUIET)
+    texts = [f"window{i} part{i}" for i in range(6)]
+    await session_with(system, texts)
+    asked: list[list[str]] = []
+
+    async def call_app(name, payload):
+        asked.append(payload["texts"])
+        if len(asked) == 4:
+            raise RuntimeError("model worker died")
+        return toy_vectors(payload["texts"])
+
+    system.ports.call_app = call_app
+    await system.embeddings.configure({"provider": "custom", "model": "toy", "dimensions": 48,
+                                       "backgroundIndexing": False, "batchSize": 1})  # fmt: skip
+    await expect_error(Exception, system.embeddings.index_now(), "model worker died")
+    embedded = [text for batch in asked[:3] for text in batch]
+    stored = await stored_vectors_by_key(system)
+    assert len(await system.storage.get_keys("local:memory:vectors")) == 1
+    expected = await expected_vectors(system)
+    assert len(stored) == 3 and all(expected[key] == stored[key] for key in stored)
+    found = await system.searcher.search(
+        {"query": "", "vector": toy_vectors([embedded[1]])[0], "strategy": "semantic"}
+    )
+    assert contents(found)[0] == embedded[1] and len(found["results"]) == 3
+    await system.embeddings.vectors.stop()
+    restarted = await open_system(**QUIET)
+    calls = await use_toy_embeddings(restarted)
+    await settled(restarted, indexed=len(texts))
+    assert sum(calls) == len(texts) - 3
+    assert await stored_vectors_by_key(restarted) == await expected_vectors(restarted)
+
+
 async def case_small_stored_batches_are_merged_and_lose_nothing(open_system):
-    """Background embedding stores a record per model batch; once MERGE_AT are small they
+    """A live chat stores a small record per exchange; once MERGE_AT are small they
     become one record, each vector under its own message, and a reload embeds nothing
     again. A prune rewrites the merged record as any other."""
     import asyncio
 
-    from airi_memory.diagnostics import stored_layout
     from airi_memory.search.semantic import MERGE_AT
     from airi_memory.search.vector_batches import decode_batch
 
@@ -901,15 +968,13 @@ async def case_small_stored_batches_are_merged_and_lose_nothing(open_system):
     await system.embeddings.configure({"provider": "custom", "model": "toy", "dimensions": 48,
                                        "backgroundIndexing": False, "batchSize": 1})  # fmt: skip
     texts = [f"alpha{i} beta{i} gamma{i % 7}" for i in range(MERGE_AT + 8)]
-    sid, added = await session_with(system, texts)
-    await system.embeddings.index_now()
+    sid, added = await session_with(system, texts, embed_each=True)
     assert calls == [1] * len(texts)
     sizes = [
         len(decode_batch(bytes(data)))
         for _, data in await system.storage.get_all("local:memory:vectors", raw=True)
     ]
     assert sorted(sizes) == [1] * 8 + [MERGE_AT]  # the first MERGE_AT merged; 8 since
-    assert sorted(sizes, reverse=True) == stored_layout(len(texts), 1)  # the bench's layout
     assert await stored_vectors_by_key(system) == await expected_vectors(system)
     assert len(system.embeddings.vectors.scan) == len(texts)
     # Deleting messages rewrites the record each one is in, the merged one too.
@@ -977,8 +1042,7 @@ async def case_a_merge_beside_another_tab_loses_no_vector(open_system):
         return system, calls
 
     first, _ = await tab()
-    await session_with(first, [f"shared{i} memory" for i in range(MERGE_AT - 1)])
-    await first.embeddings.index_now()
+    await session_with(first, [f"shared{i} memory" for i in range(MERGE_AT - 1)], embed_each=True)
     second, calls = await tab()  # loaded the MERGE_AT - 1 small batches
     assert calls == [] and (await second.embeddings.status())["indexed"] == MERGE_AT - 1
     await session_with(first, ["first tab's own"])
@@ -1001,8 +1065,7 @@ async def case_a_merge_that_cannot_write_keeps_every_batch(open_system):
     await use_toy_embeddings(system)
     await system.embeddings.configure({"provider": "custom", "model": "toy", "dimensions": 48,
                                        "backgroundIndexing": False, "batchSize": 1})  # fmt: skip
-    await session_with(system, [f"word{i} other{i}" for i in range(MERGE_AT - 1)])
-    await system.embeddings.index_now()
+    await session_with(system, [f"word{i} other{i}" for i in range(MERGE_AT - 1)], embed_each=True)
     keys = await system.storage.get_keys("local:memory:vectors")
     write_batch = system.storage.write_batch
 

@@ -383,34 +383,56 @@ class VectorIndex:
                 for doc, sid, record, text_hash, body in window.tuples()
             ]
             rows.sort(key=lambda row: len(row[2]))
-            size = self.config.batch_size
-            batches = [rows[first : first + size] for first in range(0, len(rows), size)]
-            # The model (in a worker of its own, or a provider) always has the next batch
-            # waiting: EMBED_AHEAD calls in flight, and storing one batch overlaps
-            # embedding the next ones.
-            calls = (self.embedder.embed([text for *_, text in batch]) for batch in batches)
-            ahead = deque(asyncio.ensure_future(call) for call in islice(calls, EMBED_AHEAD))
-            storing: asyncio.Task[None] | None = None
+            # The window's vectors are kept as one record once it is embedded (each is
+            # searchable as soon as its model batch is): a record per model batch made a
+            # backfill of 100,000 write, and its merges delete, 6,250 records, after which
+            # IndexedDB's next start or two were twice as slow. A crash loses at most a
+            # window's vectors, embedded again at the next start.
+            number, window = self._number(), _Window()
             try:
-                for batch in batches:
-                    vectors = await ahead.popleft()
-                    ahead.extend(asyncio.ensure_future(call) for call in islice(calls, 1))
-                    if storing is not None:
-                        await storing
-                    docs, keys, _ = zip(*batch, strict=True)
-                    storing = asyncio.ensure_future(self._store_batch(docs, keys, vectors))
+                await self._embed_window(number, rows, window)
             finally:
-                for call in ahead:  # after a failure: not wanted, and not left unread
-                    call.cancel()
-                await asyncio.gather(*ahead, return_exceptions=True)
-                calls.close()
-                if storing is not None:
-                    await storing
+                if window.keys:
+                    await self._keep(number, window.keys, window.codes, window.scales)
 
-    async def _store_batch(
-        self, docs: Sequence[int], keys: Sequence[VectorKey], vectors: bytes
+    async def _embed_window(
+        self, number: int, rows: list[tuple[int, VectorKey, str]], window: "_Window"
     ) -> None:
-        await self.store(docs, keys, *quantize(vectors, self.config.dimensions))
+        """``rows`` (doc, key, text) embedded in model batches, each into DuckDB and the
+        scan as stored batch ``number`` once it is back, and into ``window``."""
+        size = self.config.batch_size
+        batches = [rows[first : first + size] for first in range(0, len(rows), size)]
+        # The model (in a worker of its own, or a provider) always has the next batch
+        # waiting: EMBED_AHEAD calls in flight, and indexing one batch overlaps embedding
+        # the next ones.
+        calls = (self.embedder.embed([text for *_, text in batch]) for batch in batches)
+        ahead = deque(asyncio.ensure_future(call) for call in islice(calls, EMBED_AHEAD))
+        indexing: asyncio.Task[None] | None = None
+        try:
+            for batch in batches:
+                vectors = await ahead.popleft()
+                ahead.extend(asyncio.ensure_future(call) for call in islice(calls, 1))
+                if indexing is not None:
+                    await indexing
+                docs, keys, _ = zip(*batch, strict=True)
+                codes, scales = quantize(vectors, self.config.dimensions)
+                window.add(keys, codes, scales)
+                indexing = asyncio.ensure_future(
+                    self._index_embedded(number, docs, keys, codes, scales)
+                )
+        finally:
+            for call in ahead:  # after a failure: not wanted, and not left unread
+                call.cancel()
+            await asyncio.gather(*ahead, return_exceptions=True)
+            calls.close()
+            if indexing is not None:
+                await indexing
+
+    async def _index_embedded(
+        self, number: int, docs: Sequence[int], keys: Sequence[VectorKey], codes: bytes,
+        scales: bytes,
+    ) -> None:  # fmt: skip
+        await self._index(number, docs, keys, codes, scales)
         began, indexed_before = self._run_began
         self.rate = round((self.indexed - indexed_before) / (time.perf_counter() - began), 1)
         self._progress()
@@ -419,15 +441,20 @@ class VectorIndex:
         self, docs: Sequence[int], keys: Sequence[VectorKey], codes: bytes, scales: bytes
     ) -> None:
         """Quantized vectors of the messages ``docs`` (whose keys are (session id, record,
-        TEXT_HASH)): into DuckDB and the scan, and kept. A message deleted or edited since
-        its text was read is left out, and an edited one stays pending."""
+        TEXT_HASH)): into DuckDB and the scan, and kept as one record. A message deleted or
+        edited since its text was read is left out, and an edited one stays pending."""
+        number = self._number()
+        await self._index(number, docs, keys, codes, scales)
+        await self._keep(number, keys, codes, scales)
+
+    async def _index(
+        self, number: int, docs: Sequence[int], keys: Sequence[VectorKey], codes: bytes,
+        scales: bytes,
+    ) -> None:  # fmt: skip
+        """The vectors into DuckDB and the scan, as stored batch ``number``."""
         await self._loaded.wait()  # the tables exist, and stored vectors are back
-        dims = self.config.dimensions
-        batch = self._number()
-        key = self._key(batch)
-        self._stored[batch] = (key, len(keys))
         chunk = _Chunk()
-        chunk.add(batch, _batch_of(keys, codes, scales, dims))
+        chunk.add(number, _batch_of(keys, codes, scales, self.config.dimensions))
         # One statement, by doc (search_text's index). The seven of a load's join (a staging
         # table joined to every message) took 30-140 ms a batch in the browser, on the CPU
         # the model's worker needs, and delayed the last batch's end. The mirror deletes
@@ -436,7 +463,7 @@ class VectorIndex:
         listed = ", ".join("(?, ?)" for _ in docs)
         params = [value for doc, key in zip(docs, keys, strict=True) for value in (doc, key[2])]
         inserted = await self.sql.query(
-            f"INSERT INTO {TABLE} SELECT v.doc, {batch} FROM (VALUES {listed}) v(doc, hash) "
+            f"INSERT INTO {TABLE} SELECT v.doc, {number} FROM (VALUES {listed}) v(doc, hash) "
             f"JOIN {TEXT_TABLE} t ON t.doc = v.doc WHERE {TEXT_HASH} = v.hash "
             f"AND NOT EXISTS (SELECT 1 FROM {TABLE} x WHERE x.doc = v.doc) RETURNING doc",
             params,
@@ -446,9 +473,18 @@ class VectorIndex:
         self._scan_add(
             chunk, array("i", [doc for _, doc in picked]), array("i", [row for row, _ in picked])
         )
-        await self.storage.set_item_raw(key, encode_batch(keys, codes, scales, dims))
         self.indexed += len(keys)
         self.pending = max(self.pending - len(keys), 0)
+
+    async def _keep(
+        self, number: int, keys: Sequence[VectorKey], codes: bytes, scales: bytes
+    ) -> None:
+        """Stored batch ``number``, indexed already, as one record; then small ones merged."""
+        key = self._key(number)
+        self._stored[number] = (key, len(keys))
+        await self.storage.set_item_raw(
+            key, encode_batch(keys, codes, scales, self.config.dimensions)
+        )
         await self._merge_small()
 
     def _key(self, batch: int) -> str:
@@ -618,6 +654,28 @@ class VectorIndex:
 
 def _error_text(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"[:300]
+
+
+class _Window:
+    """The model batches of one embedding window, kept as one record once it is done."""
+
+    def __init__(self) -> None:
+        self.keys: list[VectorKey] = []
+        self._codes: list[bytes] = []
+        self._scales: list[bytes] = []
+
+    def add(self, keys: Sequence[VectorKey], codes: bytes, scales: bytes) -> None:
+        self.keys += keys
+        self._codes.append(codes)
+        self._scales.append(scales)
+
+    @property
+    def codes(self) -> bytes:
+        return b"".join(self._codes)
+
+    @property
+    def scales(self) -> bytes:
+        return b"".join(self._scales)
 
 
 class _Chunk:
