@@ -54,6 +54,10 @@ async def run_case(selenium, common: str, source: str, filename: str, case_name:
 
     try:
         await namespace[case_name](open_system)
+    except AssertionError:  # its message and line, which the runner's report leaves out
+        import traceback
+
+        return traceback.format_exc()
     finally:
         for system in opened:  # no background task may outlive its case in this page
             await system.scheduler.stop()
