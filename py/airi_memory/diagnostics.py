@@ -6,14 +6,13 @@ DuckDB, the floor under every search."""
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 import time
 from array import array
 from typing import Any
 
-from .search.semantic import TEXT_HASH, WINDOW_BATCHES, WITH_TEXT, VectorIndex, merge_plan
+from .search.semantic import TEXT_HASH, WINDOW_BATCHES, WITH_TEXT, VectorIndex
 from .search.vector_batches import decode_batch, rows_of
 from .sql import SqlEngine
 
@@ -46,9 +45,9 @@ async def bulk_insert(sql: SqlEngine, rows: int) -> dict[str, float | int]:
 
 
 async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
-    """Random vectors for every message that has none, stored as embedded ones are (in
-    DuckDB and IndexedDB, in the records background embedding leaves), so a reload loads
-    them back as it would real ones."""
+    """Random vectors for every message that has none, stored as background embedding
+    stores them (a window at a time, into DuckDB and IndexedDB, merges included), so a
+    reload loads them back as it would real ones."""
     started = time.perf_counter()
     await index.sessions.flush()
     missing = await index.sql.query(
@@ -58,28 +57,14 @@ async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
     )
     rows = missing.tuples()
     dims = index.config.dimensions
-    first = 0
-    for size in stored_layout(len(rows), index.config.batch_size):
-        chunk, first = rows[first : first + size], first + size
+    window = index.config.batch_size * WINDOW_BATCHES
+    for first in range(0, len(rows), window):
+        chunk = rows[first : first + window]
         scales = array("f", [1 / 127 / math.sqrt(dims)]) * len(chunk)
         docs, keys = [row[0] for row in chunk], [row[1:] for row in chunk]
         await index.store(docs, keys, random.randbytes(len(chunk) * dims), scales.tobytes())
     count = (await index.sql.query("SELECT count(*) AS n FROM message_vectors")).scalar()
     return {"vectors": int(count), "fillMs": (time.perf_counter() - started) * 1000}
-
-
-def stored_layout(vectors: int, batch_size: int) -> list[int]:
-    """The records background embedding leaves once it stored ``vectors`` a window at a
-    time (WINDOW_BATCHES model batches of ``batch_size``), merges included (their sizes,
-    largest first): storing them one by one, as it does, takes minutes for 100,000."""
-    window = batch_size * WINDOW_BATCHES
-    sizes: dict[int, int] = {}
-    numbers = itertools.count()
-    for first in range(0, vectors, window):
-        sizes[next(numbers)] = min(window, vectors - first)
-        for group in merge_plan(sizes):
-            sizes[next(numbers)] = sum(sizes.pop(batch) for batch in group)
-    return sorted(sizes.values(), reverse=True)
 
 
 async def stored_vectors(index: VectorIndex, batch: int) -> dict[str, Any]:

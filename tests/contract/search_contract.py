@@ -891,9 +891,7 @@ async def expected_vectors(system):
 
 async def case_an_embedding_window_is_stored_as_one_record(open_system):
     """Background embedding embeds a window of WINDOW_BATCHES model batches, each
-    searchable once back, and stores the window as one record: the layout the bench
-    fills (``stored_layout``)."""
-    from airi_memory.diagnostics import stored_layout
+    searchable once back, and stores the window as one record."""
     from airi_memory.search.semantic import WINDOW_BATCHES
     from airi_memory.search.vector_batches import decode_batch
 
@@ -910,7 +908,6 @@ async def case_an_embedding_window_is_stored_as_one_record(open_system):
         for _, data in await system.storage.get_all("local:memory:vectors", raw=True)
     ]
     assert sorted(sizes) == [8, WINDOW_BATCHES]
-    assert sorted(sizes, reverse=True) == stored_layout(len(texts), 1)
     assert await stored_vectors_by_key(system) == await expected_vectors(system)
     assert len(system.embeddings.vectors.scan) == len(texts)
     await system.embeddings.vectors.stop()  # as a reload stops it

@@ -119,3 +119,14 @@ def test_merge_groups_pack_the_smallest_batches_up_to_the_bound():
     assert merge_groups(small, 15) == [[7, 3, 9, 1], [2, 5]]
     assert merge_groups(small, 100) == [[7, 3, 9, 1, 2, 5]]
     assert merge_groups([(5, 1)], 100) == []
+
+
+def test_a_backfills_full_windows_are_never_merged():
+    """Records of a whole embedding window stay as they are (merging them deleted tens of
+    megabytes, and slowed the next start); a live chat's small ones are merged."""
+    from airi_memory.search.semantic import MERGE_AT, WINDOW_BATCHES, merge_plan
+
+    window = 16 * WINDOW_BATCHES  # the default batch size
+    assert merge_plan(dict.fromkeys(range(200), window)) == []
+    live = merge_plan(dict.fromkeys(range(MERGE_AT), 2))
+    assert live == [list(range(MERGE_AT))]

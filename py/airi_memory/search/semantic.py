@@ -69,12 +69,15 @@ WINDOW_BATCHES = 32  # pending messages read at once, then batched by length
 # travelled back to Python and the next request came.
 EMBED_AHEAD = 2
 # Stored batches merged (``_merge_small``): at 100,000 vectors, 6,250 records of 16 made
-# a search at start-up wait 1.65-1.9 s after ready, against 0.3 s for records of 8,192.
-MERGE_BELOW = 4096  # vectors: a stored batch this small is merged with others
+# a search at start-up wait 1.65-1.9 s after ready, against 0.3-0.5 s for records of 512
+# to 8,192. A live chat stores a record of one or two vectors per exchange; a backfill
+# one of a whole window (512 at the default batch size), which is never merged: merging
+# those deleted 38 MB, after which the next start was ready 1.25 s later.
+MERGE_BELOW = 256  # vectors: a stored batch this small is merged with others
 MERGED_MAX = 8192  # vectors in a merged record at most (3.2 MB at 384 dimensions)
-# Small stored batches that start a merge: a record grows by 31 batches or more each time
-# until it passes MERGE_BELOW, so a vector is written again about five times (100,000
-# stored 16 at a time: 495,728 vector writes by merges, and 50 records left).
+# Small stored batches that start a merge. A live chat's 100,000 vectors (two a record,
+# simulated with this plan) end as 338 records, each vector written about four times;
+# with merging up to 4,096 it was 35 times, in ever larger rewrites.
 MERGE_AT = 32
 # A search ranks again while the scan held docs DuckDB no longer does (each time with
 # those forgotten); bounded, in case a scan cannot forget.
