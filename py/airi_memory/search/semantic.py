@@ -371,26 +371,26 @@ class VectorIndex:
         self._run_began = (time.perf_counter(), self.indexed)
         while True:
             await self.sessions.flush()
-            window = await self.sql.query(
+            pending = await self.sql.query(
                 f"SELECT m.doc, m.session_id, m.record, {TEXT_HASH} AS text_hash, m.body "
                 f"{self._PENDING} "
                 "ORDER BY m.created_at DESC LIMIT ?",
                 [self.config.batch_size * WINDOW_BATCHES],
             )
-            if not len(window):
+            if not len(pending):
                 break
             # The words as written (the folded column drops accents some languages need).
             # Batches of similar lengths: a batch is padded to its longest text.
             rows = [
                 (doc, (sid, record, text_hash), message_text(loads(body)))
-                for doc, sid, record, text_hash, body in window.tuples()
+                for doc, sid, record, text_hash, body in pending.tuples()
             ]
             rows.sort(key=lambda row: len(row[2]))
             # The window's vectors are kept as one record once it is embedded (each is
-            # searchable as soon as its model batch is): a record per model batch made a
-            # backfill of 100,000 write, and its merges delete, 6,250 records, after which
-            # IndexedDB's next start or two were twice as slow. A crash loses at most a
-            # window's vectors, embedded again at the next start.
+            # searchable as soon as its model batch is). A record per model batch made a
+            # backfill of 100,000 store 6,250 records, then merge them away, which slowed
+            # the next start by 1.25 s. A crash loses at most a window's vectors, embedded
+            # again at the next start.
             number, window = self._number(), _Window()
             try:
                 await self._embed_window(number, rows, window)
