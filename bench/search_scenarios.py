@@ -326,7 +326,8 @@ def run_scoped(browser, base_url: str, calls: int = 100) -> list[dict]:
 
 def run_embedding(browser, base_url: str, runs: int = 3, count: int = 640) -> list[dict]:
     """Background embedding of real chat turns, each run in a fresh page: 40 batches of
-    16, so its stored batches are merged once (at 32) within what is timed."""
+    16, so a whole window (32 batches) is stored as one record, and the next window read,
+    within what is timed."""
     sessions, _ = eval_dataset.build()  # English chat turns, as people write them
     texts = [m["content"] for s in sessions for m in s["messages"]][:count]
     rates, alone, tasks = [], [], []
