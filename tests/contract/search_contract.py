@@ -919,15 +919,19 @@ async def case_an_embedding_window_is_stored_as_one_record(open_system):
 
 async def case_a_window_that_fails_midway_keeps_what_was_embedded(open_system):
     """The model failing in the middle of a window: the batches embedded before it are
-    stored (as one record) and searchable, and only the rest is embedded again."""
+    stored (as one record) and searchable, and only the rest is embedded again. Until
+    the window ends, its batches are searchable and not yet stored."""
     system = await open_system(**QUIET)
     texts = [f"window{i} part{i}" for i in range(6)]
     await session_with(system, texts)
     asked: list[list[str]] = []
+    midway = []  # at the failing call: vectors in the scan, records stored
 
     async def call_app(name, payload):
         asked.append(payload["texts"])
-        if len(asked) == 4:
+        if len(asked) == 5:  # asked once the third came back: the first is indexed
+            stored = await system.storage.get_keys("local:memory:vectors")
+            midway.extend([len(system.embeddings.vectors.scan), len(stored)])
             raise RuntimeError("model worker died")
         return toy_vectors(payload["texts"])
 
@@ -935,20 +939,21 @@ async def case_a_window_that_fails_midway_keeps_what_was_embedded(open_system):
     await system.embeddings.configure({"provider": "custom", "model": "toy", "dimensions": 48,
                                        "backgroundIndexing": False, "batchSize": 1})  # fmt: skip
     await expect_error(Exception, system.embeddings.index_now(), "model worker died")
-    embedded = [text for batch in asked[:3] for text in batch]
+    assert midway[0] >= 1 and midway[1] == 0, midway
+    embedded = [text for batch in asked[:4] for text in batch]
     stored = await stored_vectors_by_key(system)
     assert len(await system.storage.get_keys("local:memory:vectors")) == 1
     expected = await expected_vectors(system)
-    assert len(stored) == 3 and all(expected[key] == stored[key] for key in stored)
+    assert len(stored) == 4 and all(expected[key] == stored[key] for key in stored)
     found = await system.searcher.search(
         {"query": "", "vector": toy_vectors([embedded[1]])[0], "strategy": "semantic"}
     )
-    assert contents(found)[0] == embedded[1] and len(found["results"]) == 3
+    assert contents(found)[0] == embedded[1] and len(found["results"]) == 4
     await system.embeddings.vectors.stop()
     restarted = await open_system(**QUIET)
     calls = await use_toy_embeddings(restarted)
     await settled(restarted, indexed=len(texts))
-    assert sum(calls) == len(texts) - 3
+    assert sum(calls) == len(texts) - 4
     assert await stored_vectors_by_key(restarted) == await expected_vectors(restarted)
 
 
