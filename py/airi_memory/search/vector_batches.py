@@ -1,5 +1,5 @@
-"""The stored format of message vectors: one record per stored batch (a model batch, or
-small ones merged), under ``local:memory:vectors:<model key>:...``.
+"""The stored format of message vectors: one record per stored batch (an embedding window,
+or small ones merged), under ``local:memory:vectors:<model key>:...``.
 
 A record is a length-prefixed JSON header (the keys, the dimensions, the encoding), then
 the int8 codes row after row, then one float32 scale per row. A key names a vector's
