@@ -2,9 +2,11 @@
 resolves, with durability 'strict' (the default: IndexedDB flushed the commit to disk)
 and 'relaxed' (the browser has it), at a session of 10 messages and of 10,000, beside
 the platform's floor, one plain IndexedDB put of a message's JSON text per transaction
-awaited until `complete`, with either durability, and the peer's: idb-keyval's `set` of
-the same text; and the floor of any write guarded against other tabs (a read, then the
-writes and the commit: two round trips to IndexedDB). All in one browser run.
+awaited until `complete`, with either durability; the peers': idb-keyval's `set` of the
+same text (default durability, and strict), and AIRI's own persistence (the whole
+session record rewritten through unstorage); and the floor of any write guarded against
+other tabs (a read, then the writes and the commit: two round trips to IndexedDB). All
+in one browser run.
 
 Each durability has its own memory system in its own browser profile on disk (an
 incognito context keeps IndexedDB and OPFS in memory, where "strict" flushes nothing),
@@ -122,20 +124,75 @@ FLOOR_GUARDED = """async ({ warmup, start, stop }) => {
 }"""
 
 # The peer's floor: idb-keyval's `set` of the same message (its own store, its own
-# transaction per call, the browser's default durability), awaited.
-KEYVAL_SETS = """async ({ warmup, start, stop }) => {
-    const { set } = await import('/__bench__/peers.mjs');
+# transaction per call), awaited: once with the browser's default durability (relaxed in
+# Chromium), and once through a store like idb-keyval's own `createStore` whose
+# transactions are strict, as ours are by default: "until durable" on both sides.
+KEYVAL_SETS = """async ({ durability, warmup, start, stop }) => {
+    const { set, promisifyRequest } = await import('/__bench__/peers.mjs');
+    if (!window.strictKeyval) {
+        const request = indexedDB.open('keyval-store-strict');
+        request.onupgradeneeded = () => request.result.createObjectStore('keyval');
+        const db = promisifyRequest(request);
+        window.strictKeyval = (mode, callback) => db.then((opened) =>
+            callback(opened.transaction('keyval', mode, { durability: 'strict' }).objectStore('keyval')));
+    }
+    const store = durability === 'strict' ? window.strictKeyval : undefined;
     const message = (i) => JSON.stringify({ id: `floor${String(i).padStart(16, '0')}`, role: 'user',
                                             content: `new turn ${i} about the garden`, createdAt: Date.now() });
-    for (let i = 0; i < warmup; i++) await set(`keyval:warm-up:${start}:${i}`, message(i));
+    for (let i = 0; i < warmup; i++) await set(`keyval:${durability}:warm-up:${start}:${i}`, message(i), store);
     const times = [];
     for (let i = start; i < stop; i++) {
         const t = performance.now();
-        await set(`keyval:${i}`, message(i));
+        await set(`keyval:${durability}:${i}`, message(i), store);
         times.push(performance.now() - t);
     }
     return times;
 }"""
+
+# The peer a user would pick instead: AIRI's own persistence, through the real unstorage
+# mounted as AIRI mounts it (its IndexedDB driver, idb-keyval's default store and
+# durability). Every turn rewrites the whole session record and the session index, as
+# AIRI does; the records start as the sessions ours are measured on (10 and 10,000).
+AIRI_REWRITES = (
+    """
+async ({ warmup, start, stop }) => {"""
+    + MAKE_EXPORT
+    + """
+    const { createStorage, indexedDbDriver, memoryDriver } = await import('/__bench__/peers.mjs');
+    if (!window.airi) {
+        const storage = createStorage({ driver: memoryDriver() });
+        storage.mount('local', indexedDbDriver({ base: 'airi-local' }));
+        const [small, large] = [makeExport(1, 10).sessions[0], makeExport(1, 10000, 1).sessions[0]];
+        const records = { small, large };
+        for (const [name, record] of Object.entries(records)) {
+            record.meta = { ...record.meta, sessionId: `airi-${name}`, userId: 'local', createdAt: Date.now(), updatedAt: Date.now() };
+            record.messages.forEach((m, i) => { m.id = `m${String(i).padStart(20, '0')}`; });
+        }
+        window.airi = { storage, records };
+    }
+    const { storage, records } = window.airi;
+    const index = () => ({ userId: 'local', characters: { default: { activeSessionId: 'airi-large',
+        sessions: Object.fromEntries(Object.values(records).map((r) => [r.meta.sessionId, r.meta])) } } });
+    const turn = async (record, content) => {
+        record.messages.push({ role: 'user', content, id: `x${record.messages.length}`, createdAt: Date.now() });
+        record.meta.updatedAt = Date.now();
+        await storage.setItem(`local:chat/sessions/${record.meta.sessionId}`, record);
+        await storage.setItem('local:chat/index/local', index());
+    };
+    const time = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
+    for (let i = 0; i < warmup; i++) {
+        await turn(records.small, `warm-up turn ${i} about the garden`);
+        await turn(records.large, `warm-up turn ${i} about the garden`);
+    }
+    const times = { small: [], large: [] };
+    for (let i = start; i < stop; i++) {
+        times.small.push(await time(() => turn(records.small, `new turn ${i} about the garden`)));
+        times.large.push(await time(() => turn(records.large, `new turn ${i} about the garden`)));
+    }
+    return times;
+}
+"""
+)
 
 CLOSE = "() => memory.close()"
 
@@ -170,7 +227,8 @@ def _measure(pages: dict, floor_page, calls: int) -> list[dict]:
     floor_page.evaluate(OPEN_FLOOR)
     ours = {(durability, size): [] for durability in DURABILITIES for size in SIZES}
     floor = {durability: [] for durability in DURABILITIES}
-    keyval, guarded = [], []
+    keyval = {durability: [] for durability in ("default", "strict")}
+    guarded, airi = [], {size: [] for size in SIZES}
     for round_number in range(ROUNDS):
         order = DURABILITIES if round_number % 2 == 0 else DURABILITIES[::-1]
         share = {
@@ -189,31 +247,42 @@ def _measure(pages: dict, floor_page, calls: int) -> list[dict]:
             floor[durability] += floor_page.evaluate(
                 FLOOR_PUTS, {"durability": durability, **share}
             )
-        keyval += floor_page.evaluate(KEYVAL_SETS, share)
+        for durability in keyval:
+            keyval[durability] += floor_page.evaluate(
+                KEYVAL_SETS, {"durability": durability, **share}
+            )
         guarded += floor_page.evaluate(FLOOR_GUARDED, share)
+        for size, times in floor_page.evaluate(AIRI_REWRITES, share).items():
+            airi[size] += times
 
     raw_strict = summarise("raw IndexedDB put of a message, strict", floor["strict"])
     raw_relaxed = summarise("raw IndexedDB put of a message, relaxed", floor["relaxed"])
-    keyval_set = summarise("idb-keyval set of a message", keyval)
+    keyval_set = summarise("idb-keyval set of a message", keyval["default"])
+    keyval_strict = summarise("idb-keyval set of a message, strict", keyval["strict"])
     guarded_put = summarise("raw guarded put (read, then write and commit), strict", guarded)
     rows = [
         raw_strict,
         raw_relaxed,
         keyval_set,
+        keyval_strict,
         guarded_put,
         ratio("  raw strict / raw relaxed", raw_strict, raw_relaxed),
-        ratio("  raw guarded put / idb-keyval set", guarded_put, keyval_set),
+        ratio("  raw guarded put / idb-keyval set, strict", guarded_put, keyval_strict),
     ]
     for size, count in SIZES.items():
         of = f"session of {count:,}"
         strict = summarise(f"addMessage, strict (default), {of}", ours["strict", size])
         relaxed = summarise(f"addMessage, relaxed, {of}", ours["relaxed", size])
+        rewrite = summarise(f"AIRI's whole-session rewrite (unstorage), {of}", airi[size])
         rows += [
             strict,
             relaxed,
+            rewrite,
             ratio(f"  ours strict / raw strict, {of}", strict, raw_strict),
-            ratio(f"  ours strict / idb-keyval set, {of}", strict, keyval_set),
+            ratio(f"  ours strict / idb-keyval set, strict, {of}", strict, keyval_strict),
+            ratio(f"  ours strict / idb-keyval set (default durability), {of}", strict, keyval_set),
             ratio(f"  ours strict / raw guarded put, {of}", strict, guarded_put),
+            ratio(f"  ours strict / AIRI's rewrite, {of}", strict, rewrite),
             ratio(f"  ours relaxed / raw relaxed, {of}", relaxed, raw_relaxed),
             ratio(f"  ours strict / ours relaxed, {of}", strict, relaxed),
         ]

@@ -19,13 +19,16 @@ from search_scenarios import BOOT, FILL, corpus, renderer_memory_mb, settled_mem
 ENTRY = ROOT / "bench" / "peers" / "entry.mjs"
 BUNDLE = PEERS_BUNDLE  # served by the bench server (harness.BenchHandler)
 DIMS = 384
+# A filter as an app passes one: a character's own turns (a sixth of the docs: FILL gives
+# every third session to 'neko', and every other message is the user's).
+FILTER = {"characterIds": ["neko"], "roles": ["user"]}
 
 # Every stored message's text and vector, in doc order, as Orama's documents and as one
 # flat Float32Array (unit length: cosine is then a dot product). The text as search
 # indexed it (folded: the bench's words are lower-case ASCII, so the same words).
 LOAD = """async ({ dims }) => {
     const peers = await import('/__bench__/peers.mjs');
-    const texts = [];
+    const texts = [], roles = [], characters = [];
     const parts = [];
     for (let batch = 0; ; batch++) {
         const stored = await memory.diagnostics.storedVectors(batch);
@@ -39,12 +42,14 @@ LOAD = """async ({ dims }) => {
             for (let i = r * dims; i < (r + 1) * dims; i++) block[i] = codes[i] / norm;
         }
         texts.push(...stored.texts);
+        roles.push(...stored.roles);
+        characters.push(...stored.characterIds);
         parts.push(block);
     }
     const flat = new Float32Array(texts.length * dims);
     let at = 0;
     for (const block of parts) { flat.set(block, at); at += block.length; }
-    window.peers = { ...peers, texts, flat, dims };
+    window.peers = { ...peers, texts, roles, characters, flat, dims };
     return texts.length;
 }"""
 
@@ -70,13 +75,17 @@ BUILD_ORAMA = """async () => {
 # on the page's thread: interleaved with it, our searches (timed on the page too) paid for
 # the garbage its queries left, collected while ours were awaited. ``inside`` is our
 # search's own tookMs, measured in the worker.
-QUERIES = """async ({ keywords, n }) => {
-    const { search, orama, flat, dims } = window.peers;
+QUERIES = """async ({ keywords, n, filter }) => {
+    const { search, orama, flat, dims, roles, characters } = window.peers;
     const time = async (fn) => { const t = performance.now(); const r = await fn(); return [performance.now() - t, r]; };
     const count = flat.length / dims;
-    const scan = (query) => {  // top 10 by dot product, kept in a small sorted array
+    // The docs a filter allows, as a mask made per query: the filter comes with the query.
+    const allowed = () => Uint8Array.from({ length: count },
+        (_, d) => filter.characterIds.includes(characters[d]) && filter.roles.includes(roles[d]));
+    const scan = (query, allow = null) => {  // top 10 by dot product, kept in a small sorted array
         const best = [], scores = [];
         for (let d = 0, base = 0; d < count; d++, base += dims) {
+            if (allow !== null && !allow[d]) continue;
             let dot = 0;
             for (let i = 0; i < dims; i++) dot += query[i] * flat[base + i];
             if (best.length < 10 || dot > scores[best.length - 1]) {
@@ -95,17 +104,19 @@ QUERIES = """async ({ keywords, n }) => {
         return { term: keywords[i % keywords.length], vector, asList: Array.from(vector) };
     });
     const out = { keyword: [], keywordInside: [], oramaKeyword: [], semantic: [], scan: [], oramaVector: [],
-                  hybrid: [], oramaHybrid: [], found: { keyword: 0, oramaKeyword: 0 } };
+                  hybrid: [], oramaHybrid: [], semanticFiltered: [], scanFiltered: [], found: { keyword: 0, oramaKeyword: 0 } };
     for (const { term, asList } of asks) {
         const [ms, r] = await time(() => memory.search({ query: term, strategy: 'keyword', limit: 10 }));
         out.keyword.push(ms); out.keywordInside.push(r.tookMs); out.found.keyword += r.results.length;
         out.semantic.push((await time(() => memory.search({ vector: asList, strategy: 'semantic', limit: 10 })))[0]);
         out.hybrid.push((await time(() => memory.search({ query: term, vector: asList, strategy: 'relevant', limit: 10 })))[0]);
+        out.semanticFiltered.push((await time(() => memory.search({ vector: asList, strategy: 'semantic', limit: 10, filters: filter })))[0]);
     }
     for (const { term, vector } of asks) {
         const [ms, r] = await time(() => search(orama, { term, properties: ['content'], limit: 10 }));
         out.oramaKeyword.push(ms); out.found.oramaKeyword += r.hits.length;
         out.scan.push((await time(async () => scan(vector)))[0]);
+        out.scanFiltered.push((await time(async () => scan(vector, allowed())))[0]);
         out.oramaVector.push((await time(() => search(orama, { mode: 'vector',
             vector: { value: vector, property: 'embedding' }, similarity: -1, limit: 10 })))[0]);
         out.oramaHybrid.push((await time(() => search(orama, { mode: 'hybrid', term, properties: ['content'],
@@ -139,8 +150,9 @@ def run(browser, base_url: str, calls: int = 50) -> list[dict]:
     orama_mb = settled_memory_mb() - before_orama
     words = vocabulary()
     keywords = [" ".join(words[(i * 37) % 1500 : (i * 37) % 1500 + 1 + i % 3]) for i in range(50)]
-    page.evaluate(QUERIES, {"keywords": keywords, "n": 5})  # warm-up
-    found = page.evaluate(QUERIES, {"keywords": keywords, "n": calls})
+    asks = {"keywords": keywords, "filter": FILTER}
+    page.evaluate(QUERIES, {**asks, "n": 5})  # warm-up
+    found = page.evaluate(QUERIES, {**asks, "n": calls})
     context.close()
     return [
         summarise("peers at 100k: Orama build (insertMultiple)", [build_ms]),
@@ -152,6 +164,8 @@ def run(browser, base_url: str, calls: int = 50) -> list[dict]:
         summarise("semantic top-10 at 100k, int8 [peer run]", found["semantic"]),
         summarise("  plain JS float32 brute force top-10", found["scan"]),
         summarise("  Orama vector top-10 (similarity -1)", found["oramaVector"]),
+        summarise("semantic top-10 at 100k, int8, filtered [peer run]", found["semanticFiltered"]),
+        summarise("  plain JS float32 brute force top-10, same filter", found["scanFiltered"]),
         summarise("hybrid (relevant) top-10 at 100k [peer run]", found["hybrid"]),
         summarise("  Orama hybrid top-10", found["oramaHybrid"]),
         summarise("  results per keyword query: ours", [found["found"]["keyword"] / calls], "n"),

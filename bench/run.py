@@ -138,54 +138,6 @@ def bench_bulk_insert(browser, base_url: str, runs: int, rows: int) -> list[dict
     ]
 
 
-ADD_MESSAGES = (
-    """
-async ({ n }) => {"""
-    + MAKE_EXPORT
-    + """
-    const time = async (fn) => { const t = performance.now(); await fn(); return performance.now() - t; };
-    const result = {};
-    for (const size of [10, 10000]) {
-        const report = await memory.importSessions(makeExport(1, size));
-        const sid = report.sessionIds[0];
-        const ours = [];
-        for (let i = 0; i < n; i++) {
-            ours.push(await time(() => memory.sessions.addMessage(sid, { role: 'user', content: `new turn ${i} about the garden` })));
-        }
-        // AIRI's way: the whole session record rewritten on every message.
-        const record = { meta: await memory.sessions.getSession(sid), messages: await memory.sessions.loadSessionMessages(sid) };
-        const airi = [];
-        for (let i = 0; i < Math.min(n, 60); i++) {
-            record.messages.push({ role: 'user', content: `new turn ${i} about the garden`, id: `x${i}`, createdAt: Date.now() });
-            airi.push(await time(() => memory.storage.setItem(`local:chat/sessions/${sid}`, record)));
-        }
-        result[size] = { ours, airi };
-    }
-    return result;
-}
-"""
-)
-
-
-def bench_add_message(browser, base_url: str, calls: int) -> list[dict]:
-    context = browser.new_context()
-    page = blank_page(context, base_url)
-    page.evaluate(BOOT)
-    result = page.evaluate(ADD_MESSAGES, {"n": calls})
-    context.close()
-    rows = []
-    for size in ("10", "10000"):
-        rows.append(
-            summarise(f"addMessage until durable, session of {int(size):,}", result[size]["ours"])
-        )
-        rows.append(
-            summarise(
-                f"  AIRI whole-record rewrite, session of {int(size):,}", result[size]["airi"]
-            )
-        )
-    return rows
-
-
 TRANSFER = (
     """
 async () => {"""
@@ -299,7 +251,6 @@ def main() -> None:
             rows += bench_round_trips(browser, base_url, args.calls)
             rows += bench_bulk_insert(browser, base_url, args.bulk_runs, args.bulk_rows)
         if args.only in (None, "sessions"):
-            rows += bench_add_message(browser, base_url, args.calls)
             rows += bench_transfer(browser, base_url, 3)
             rows += bench_large_store(browser, base_url, 3, 100)
         if args.only in (None, "sessions", "durability"):  # durability: also part of "sessions"

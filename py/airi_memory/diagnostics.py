@@ -12,6 +12,7 @@ import time
 from array import array
 from typing import Any
 
+from .search.filters import SESSIONS_JOIN
 from .search.semantic import TEXT_HASH, WINDOW_BATCHES, WITH_TEXT, VectorIndex
 from .search.vector_batches import decode_batch, rows_of
 from .sql import SqlEngine
@@ -70,27 +71,31 @@ async def fill_vectors(index: VectorIndex) -> dict[str, float | int]:
 async def stored_vectors(index: VectorIndex, batch: int) -> dict[str, Any]:
     """The ``batch``-th stored batch of the live model (in key order; past the last, an
     empty one): each vector whose message is still there, as its message's text (folded,
-    as search indexed it) and its int8 codes, row after row. A row's scale only stretches
-    it, so the codes normalised are the vector."""
+    as search indexed it), role and session's character (what a peer filters on) and its
+    int8 codes, row after row. A row's scale only stretches it, so the codes normalised
+    are the vector."""
     if not isinstance(batch, int) or batch < 0:
         raise ValueError(f"batch must be a non-negative integer, got {batch!r}")
     await index.sessions.flush()
     keys = sorted(await index.storage.get_keys(index.prefix))
     if batch >= len(keys):
-        return {"texts": [], "codes": b""}
+        return {"texts": [], "roles": [], "characterIds": [], "codes": b""}
     stored = decode_batch(await index.storage.get_item_raw(keys[batch]))
     stored_keys, codes, scales, dims = stored.keys, stored.codes, stored.scales, stored.dims
     sessions = sorted({key[0] for key in stored_keys})
     found = await index.sql.query(
-        f"SELECT m.session_id, m.record, t.folded FROM chat_messages m {WITH_TEXT} "
-        f"WHERE m.session_id IN ({', '.join('?' * len(sessions))})",
+        f"SELECT m.session_id, m.record, t.folded, m.role, s.character_id FROM chat_messages m "
+        f"{WITH_TEXT} {SESSIONS_JOIN} WHERE m.session_id IN ({', '.join('?' * len(sessions))})",
         sessions,
     )
-    texts = {(sid, record): folded for sid, record, folded in found.tuples()}
-    kept = [row for row, key in enumerate(stored_keys) if tuple(key[:2]) in texts]
+    about = {(sid, record): rest for sid, record, *rest in found.tuples()}
+    rows = [row for row, key in enumerate(stored_keys) if tuple(key[:2]) in about]
+    kept = [about[tuple(stored_keys[row][:2])] for row in rows]
     return {
-        "texts": [texts[tuple(stored_keys[row][:2])] for row in kept],
-        "codes": rows_of(codes, scales, kept, dims)[0],
+        "texts": [text for text, _, _ in kept],
+        "roles": [role for _, role, _ in kept],
+        "characterIds": [character for _, _, character in kept],
+        "codes": rows_of(codes, scales, rows, dims)[0],
     }
 
 

@@ -654,7 +654,9 @@ async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):
     await system.embeddings.configure(
         {"provider": "custom", "model": "toy", "dimensions": 48, "backgroundIndexing": False}
     )
-    sid, added = await session_with(system, ["one", ("assistant", "two"), "three"])
+    sid, added = await session_with(
+        system, ["one", ("assistant", "two"), "three"], characterId="neko"
+    )
     filled = await fill_vectors(system.embeddings.vectors)
     assert filled["vectors"] == 3 and calls == []
     restarted = await open_system(**QUIET)
@@ -675,9 +677,19 @@ async def case_benchmark_vectors_are_stored_like_embedded_ones(open_system):
     assert [by_text[text] for text in read["texts"]] == [
         read["codes"][row * 48 : (row + 1) * 48] for row in range(3)
     ]
+    # What a peer filters on rides with each row: the message's role, its session's character.
+    roles = {"one": "user", "two": "assistant", "three": "user"}
+    assert read["roles"] == [roles[text] for text in read["texts"]]
+    assert read["characterIds"] == ["neko"] * 3
     await restarted.sessions.delete_message(sid, added[1]["id"])
-    assert sorted((await stored_vectors(index, 0))["texts"]) == ["one", "three"]
-    assert await stored_vectors(index, 1) == {"texts": [], "codes": b""}
+    after = await stored_vectors(index, 0)
+    assert sorted(after["texts"]) == ["one", "three"] and after["roles"] == ["user", "user"]
+    assert await stored_vectors(index, 1) == {
+        "texts": [],
+        "roles": [],
+        "characterIds": [],
+        "codes": b"",
+    }
 
 
 async def case_deleted_messages_take_their_stored_vectors_with_them(open_system):
