@@ -32,12 +32,13 @@ from .policy import (
     scheduled_retention,
 )
 from .recall import recall_memories
+from .search.doc_scope import DocScopeFactory, python_doc_scope
 from .search.embeddings import Embedder, EmbeddingConfig, make_embedder
 from .search.live_embeddings import LiveEmbeddings
 from .search.semantic import VectorIndex
 from .search.service import Searcher
 from .search.tables import SearchTables
-from .search.term_index import TermIndex, TermIndexFactory, python_term_index
+from .search.term_index import TermIndexFactory, python_term_index
 from .search.vector_scan import ScanFactory, python_vector_scan
 from .sessions import SessionStore
 from .sessions.analytics import message_analytics
@@ -67,6 +68,7 @@ class HostPorts:
     online: Callable[[], bool] | None = None  # whether the host has a network (navigator.onLine)
     vector_scan: ScanFactory = python_vector_scan  # the browser's is WebAssembly SIMD
     term_index: TermIndexFactory = python_term_index  # the browser's is typed arrays in JS
+    doc_scope: DocScopeFactory = python_doc_scope  # the browser's is typed arrays in JS
 
 
 class MemorySystem:
@@ -77,10 +79,10 @@ class MemorySystem:
         options: SystemOptions,
         sessions: SessionStore,
         ports: HostPorts,
-        terms: TermIndex,
+        search_tables: SearchTables,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
-        """``terms``: the term index the session mirror keeps (``SearchTables``)."""
+        """``search_tables``: what the session mirror keeps for search beside DuckDB."""
         self.storage = storage
         self.sql = sql
         self.options = options
@@ -101,7 +103,14 @@ class MemorySystem:
         self.composer = Composer(self.tokens, options.models)
         self.summarizer = Summarizer(sessions, storage, None, sessions.clock)
         self._configure_summarizer(options.summarizer)
-        self.searcher = Searcher(sessions, sql, options.retrieval, terms, self._until_loaded)
+        self.searcher = Searcher(
+            sessions,
+            sql,
+            options.retrieval,
+            search_tables.index,
+            search_tables.scope,
+            self._until_loaded,
+        )
         self.embeddings = LiveEmbeddings(
             self.searcher,
             lambda config: make_embedder(config, ports.local_embedder, ports.http, ports.call_app),
@@ -140,16 +149,16 @@ class MemorySystem:
         method waits for it (``loaded``)."""
         options = parse_options(raw_options)
         ports = ports or HostPorts()
-        terms = ports.term_index()
+        search_tables = SearchTables(ports.term_index(), ports.doc_scope())
         sessions = await SessionStore.read(
             storage,
-            SessionMirror(sql, [SearchTables(terms)]),
+            SessionMirror(sql, [search_tables]),
             options.user_id,
             options.cache,
             clock,
             publish,
         )
-        system = cls(storage, sql, options, sessions, ports, terms, sleep)
+        system = cls(storage, sql, options, sessions, ports, search_tables, sleep)
         # The vector index first: it reads its stored vectors while the mirror loads, and
         # answers semantic searches from them before it is there.
         system.embeddings.use(options.embeddings)

@@ -7,7 +7,8 @@ import math
 from array import array
 
 from airi_memory.errors import InvalidValueError
-from airi_memory.search.filters import SearchFilters, allowed_docs, scope
+from airi_memory.search.doc_scope import allowed_docs
+from airi_memory.search.filters import SearchFilters, scope
 from airi_memory.search.keyword import bm25
 from contract.common import DAY, QUIET, START, Clock, eventually, expect_error
 
@@ -30,12 +31,35 @@ def contents(result):
     return [hit["message"]["content"] for hit in result["results"]]
 
 
+async def allow_of(system, **filters):
+    """The docs ``system``'s doc scope lets a search with ``filters`` rank (None: every
+    doc), as the search itself asks it."""
+    await system.sessions.mirror.flush()
+    sessions = system.sessions
+    return allowed_docs(
+        system.searcher.scope,
+        SearchFilters(**filters),
+        sessions.own_sessions(),
+        sessions.has_other_users(),
+    )
+
+
+async def selected_by_sql(system, **filters):
+    """The docs the filters' SQL selects from DuckDB's tables: what the scope answers as."""
+    sessions = system.sessions
+    where = scope(SearchFilters(**filters), sessions.user_id, sessions.has_other_users())
+    found = await system.sql.query(
+        f"SELECT m.doc FROM chat_messages m {where.join} WHERE {where.condition} ORDER BY 1",
+        where.params,
+    )
+    return [int(doc) for doc in found.column("doc")]
+
+
 async def case_bm25_matches_hand_computed_scores(open_system):
     system = await open_system(**QUIET)
-    await session_with(system, ["apple banana", "Apple apples cherry", "banana"])
-    await system.sessions.mirror.flush()  # bm25 reads DuckDB directly; search() flushes itself
-    allow = await allowed_docs(system.sql, scope(SearchFilters(), "tester", True))
-    assert sorted(allow) == [1, 2, 3]  # the user's own messages
+    sid, _ = await session_with(system, ["apple banana", "Apple apples cherry", "banana"])
+    allow = await allow_of(system, sessionIds=[sid])  # flushed: bm25 reads DuckDB directly
+    assert list(allow) == [1, 2, 3]
     hits = await bm25(system.sql, system.searcher.terms, "apple", allow, 10)
     # N = 3 messages, average length 2 terms; "apple" is in 2 of them (stemmed: "appl").
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
@@ -72,10 +96,7 @@ async def case_filtered_keyword_search_uses_the_statistics_of_what_it_searches(o
     within = await search({"query": "maya biscuit", "strategy": "keyword",
                            "filters": {"characterIds": ["a"]}})  # fmt: skip
     assert contents(within)[0] == "biscuit jar"
-    await system.sessions.mirror.flush()
-    allow = await allowed_docs(
-        system.sql, scope(SearchFilters(characterIds=["a"]), "tester", False)
-    )
+    allow = await allow_of(system, characterIds=["a"])
     terms = system.searcher.terms
     store_wide = await bm25(system.sql, terms, "maya biscuit", allow, 10, scoped_stats=False)
     assert len(store_wide) == 3  # what the whole store's statistics would rank first:
@@ -153,7 +174,7 @@ async def case_the_term_index_ranks_as_duckdbs_tables_say(open_system):
                 where = scope(SearchFilters(**filters), "tester", False)
                 sql = _ORACLE.format(values=values, join=where.join, condition=where.condition)
                 expected = (await system.sql.query(sql, where.params)).tuples()
-                allow = await allowed_docs(system.sql, where)
+                allow = await allow_of(system, **filters)
                 got = index.top_k(list(counts), list(counts.values()), 1000, allow, True)
                 assert [d for d, _, _ in got] == [d for d, _ in expected], (stage, query, filters)
                 for (_, score, _), (_, oracle) in zip(got, expected, strict=True):
@@ -181,6 +202,69 @@ async def case_the_term_index_ranks_as_duckdbs_tables_say(open_system):
     await restarted.sessions.delete_message(sid, added[0]["id"])
     await session_with(restarted, [text() for _ in range(5)], characterId="b")
     await agrees(restarted, "written after the restart")
+
+
+async def case_the_doc_scope_allows_what_the_filters_sql_selects(open_system):
+    """Filters are answered beside DuckDB (``doc_scope``): the docs allowed are the ones the
+    filters' SQL selects from DuckDB's tables, for every kind of filter, after adds,
+    edits, deletes, a fork, a restart from a snapshot and its journal, writes after it,
+    and with another user's sessions in the store."""
+    filters = [
+        {}, {"sessionIds": []}, {"characterIds": []}, {"roles": []}, {"characterIds": ["a"]},
+        {"characterIds": ["a", "b"]}, {"characterIds": ["nobody"]}, {"roles": ["user"]},
+        {"roles": ["assistant", "tool"]}, {"dateRange": [START + 2 * DAY, START + 5 * DAY]},
+        {"dateRange": [START + 3 * DAY, START + 3 * DAY]},
+        {"characterIds": ["b"], "roles": ["assistant"], "dateRange": [START, START + 6 * DAY]},
+    ]  # fmt: skip
+
+    async def agrees(system, stage):
+        sessions = [meta["sessionId"] for meta in await system.sessions.get_all_sessions()]
+        asked = [
+            *filters,
+            {"sessionIds": sessions[:2]},
+            {"sessionIds": [sessions[0], "not-a-session"], "roles": ["user"]},
+            {"sessionIds": sessions[:1], "characterIds": ["b"]},
+        ]
+        await system.sessions.mirror.flush()
+        found = await system.sql.query("SELECT doc FROM chat_messages ORDER BY 1")
+        every = [int(doc) for doc in found.column("doc")]
+        assert len(system.searcher.scope) == len(every), stage
+        for given in asked:
+            allow = await allow_of(system, **given)
+            found = every if allow is None else list(allow)
+            assert found == await selected_by_sql(system, **given), (stage, given)
+
+    system = await open_system(**QUIET)
+    made = []
+    for character in "abab":
+        roles = [("user", "hi"), ("assistant", "hello"), ("tool", "{}"), ("user", "again")]
+        made.append(await session_with(system, roles * 2, characterId=character))
+    await agrees(system, "added")
+    assert len(await allow_of(system, characterIds=["a"], roles=["user"])) == 8
+    sid, added = made[0]
+    await system.sessions.delete_message(sid, added[0]["id"])
+    await system.sessions.update_message(sid, added[1]["id"], {"content": "changed"})
+    await system.sessions.delete_session(made[1][0])
+    await system.sessions.fork_session({"fromSessionId": made[2][0], "atIndex": 3})
+    await agrees(system, "edited, deleted, forked")
+    await system.sessions.snapshot()
+    await session_with(system, [("assistant", "after the snapshot")] * 3, characterId="a")
+    restarted = await open_system(**QUIET)
+    assert "snapshotFailed" not in restarted.sessions.stats()["loadMs"]  # from the snapshot
+    await agrees(restarted, "restarted from a snapshot and the journal")
+    await restarted.sessions.delete_message(made[3][0], made[3][1][2]["id"])
+    await session_with(restarted, ["written after the restart"] * 2, characterId="b")
+    await agrees(restarted, "written after the restart")
+    other = await open_system(userId="someone-else", **QUIET)
+    await session_with(other, ["not yours"] * 3, characterId="a")
+    shared = await open_system(**QUIET)
+    assert shared.sessions.has_other_users()
+    await agrees(shared, "beside another user's sessions")
+    assert (
+        len(await allow_of(shared))
+        == len(await selected_by_sql(shared))
+        < len(shared.searcher.scope)
+    )
 
 
 async def case_stop_words_are_nltks_and_names_and_numbers_stay(open_system):

@@ -1,8 +1,8 @@
 // Everything the Python ports reach in the browser, gathered in one object: IndexedDB
 // stores (storage port), a DuckDB-WASM connection (SQL port), gpt-tokenizer (token
 // port), fetch (HTTP port), the network's state and Web Locks (the sync runner), the
-// vectors' SIMD scan (vector scan port), the keyword index's postings (term index port)
-// and the local embedding model (embedding port, in a worker of its own). The worker
+// vectors' SIMD scan (vector scan port), the keyword index's postings (term index port),
+// each message's session, role and time (doc scope port) and the local embedding model (embedding port, in a worker of its own). The worker
 // hands it to Python at boot; tests inside pytest-pyodide import it the same way.
 // `onEvent` receives progress the page may want to show; `timeouts` (the options' own,
 // validated again by Python) bound the waits on DuckDB and on the model. DuckDB starts
@@ -14,6 +14,7 @@ import { failNextCommits } from "./idb-apply.mjs";
 import { failNextCopies } from "./opfs-copy.mjs";
 import { openStore } from "./idb-store.mjs";
 import { network } from "./network.mjs";
+import { createDocScope } from "./doc-scope.mjs";
 import { createTermIndex } from "./term-index.mjs";
 import { createVectorScan } from "./vector-scan.mjs";
 
@@ -36,6 +37,7 @@ export async function createBrowserHost({ runtimeUrl, onEvent = () => {}, timeou
     network,
     vectorScan: { create: (dims) => createVectorScan(dims) },
     termIndex: { create: () => createTermIndex(), addSaved: addSavedTables, saved: savedPostings },
+    docScope: { create: () => createDocScope(), addSaved: addSavedMessages },
     embedder: createLocalEmbedder(runtimeUrl, (detail) => onEvent("embedding-progress", detail), {
       loadTimeoutMs: positive(timeouts.embeddingLoadMs),
     }),
@@ -48,6 +50,11 @@ function addSavedTables(index, termsTable, textTable) {
   const [postingDocs, terms, tfs] = columnsOfExport(termsTable, ["doc", "term", "tf"]);
   const [docs, lengths] = columnsOfExport(textTable, ["doc", "terms"]);
   index.add(docs, lengths, postingDocs, terms, tfs);
+}
+
+/** A snapshot's chat_messages (DuckDB's exportArrow bytes) into a doc scope. */
+function addSavedMessages(scope, messagesTable) {
+  scope.add(...columnsOfExport(messagesTable, ["doc", "session_id", "role", "created_at"]));
 }
 
 /** A term index's postings as a snapshot saves them (search_terms): Arrow IPC, as

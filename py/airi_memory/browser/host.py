@@ -15,6 +15,7 @@ from ..options import parse_options
 from ..sessions.snapshots import SNAPSHOT
 from ..storage import LOCAL_BASE, LOCAL_MOUNT, OUTBOX_BASE, OUTBOX_MOUNT, MemoryDriver, Storage
 from ..storage.values import loads
+from .doc_scope import js_doc_scope
 from .embedder import LocalEmbedder
 from .ffi import to_javascript, to_python
 from .http import FetchTransport
@@ -99,6 +100,7 @@ async def open_browser_system(
         online=network.online,
         vector_scan=simd_vector_scan(host.vectorScan),
         term_index=js_term_index(host.termIndex),
+        doc_scope=js_doc_scope(host.docScope),
     )
     sql = WasmDuckDb(host.sql)
     return await MemorySystem.open(

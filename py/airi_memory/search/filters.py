@@ -1,13 +1,11 @@
-"""``SearchQuery.filters`` as SQL with bound parameters, applied before ranking: the
-rankers (term index, vector scan) take the docs it allows, read once per search."""
+"""``SearchQuery.filters``, and as SQL with bound parameters where a statement reads
+messages (the recent strategy, substring search); the rankers (term index, vector scan)
+take the docs they allow from the doc scope (``doc_scope``), which answers as this SQL."""
 
-from array import array
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from ..sql import SqlEngine
 
 
 class SearchFilters(BaseModel):
@@ -57,15 +55,3 @@ def scope(filters: SearchFilters, user_id: str, other_users: bool) -> Scope:
         params += list(filters.date_range)
     join = SESSIONS_JOIN if any(c.startswith("s.") for c in clauses) else ""
     return Scope(join, " AND ".join(clauses) or "TRUE", params)
-
-
-async def allowed_docs(sql: SqlEngine, where: Scope) -> "array[int] | None":
-    """The docs ``where`` lets a search rank, or None when it allows every doc."""
-    if where.condition == "TRUE":
-        return None
-    if where.condition == "FALSE":
-        return array("i")
-    found = await sql.query(
-        f"SELECT m.doc FROM chat_messages m {where.join} WHERE {where.condition}", where.params
-    )
-    return array("i", found.column("doc"))

@@ -25,8 +25,9 @@ from ..sessions import SessionStore
 from ..sql import SqlEngine
 from ..storage.values import loads
 from . import keyword
+from .doc_scope import DocScope, allowed_docs, sessions_in_scope
 from .early_vectors import EarlyVectors, Retired
-from .filters import Scope, SearchFilters, allowed_docs, scope
+from .filters import Scope, SearchFilters, scope
 from .term_index import TermIndex
 from .text import fold
 
@@ -110,14 +111,17 @@ class Searcher:
         sql: SqlEngine,
         config: RetrievalConfig,
         terms: TermIndex,
+        scope: DocScope,
         until_loaded: Callable[[], Awaitable[None]],
     ) -> None:
-        """``until_loaded``: start-up's second stage (the mirror), which every search
-        but an early semantic one waits for."""
+        """``terms`` and ``scope``: what the mirror keeps beside DuckDB for search
+        (``SearchTables``). ``until_loaded``: start-up's second stage (the mirror), which
+        every search but an early semantic one waits for."""
         self.sessions = sessions
         self.sql = sql
         self.config = config
         self.terms = terms
+        self.scope = scope
         self.until_loaded = until_loaded
         self.semantic: SemanticRetriever | None = None
 
@@ -132,7 +136,8 @@ class Searcher:
         early = await self._early(query, strategy)
         if early is not None:
             try:
-                allow = early.allowed(self._sessions_in_scope(query.filters))
+                own = self.sessions.own_sessions()
+                allow = early.allowed(sessions_in_scope(query.filters, own, other_users=True))
                 return await self._search(query, strategy, allow, early, started)
             except Retired:  # the mirror came meanwhile: the usual way
                 pass
@@ -141,7 +146,12 @@ class Searcher:
         allow = (
             None
             if strategy == "recent"
-            else await allowed_docs(self.sql, self._scope(query.filters))
+            else allowed_docs(
+                self.scope,
+                query.filters,
+                self.sessions.own_sessions(),
+                self.sessions.has_other_users(),
+            )
         )
         return await self._search(query, strategy, allow, None, started)
 
@@ -152,15 +162,6 @@ class Searcher:
         if strategy != "semantic" or filters.roles is not None or filters.date_range is not None:
             return None
         return await self.semantic.early_vectors() if self.semantic else None
-
-    def _sessions_in_scope(self, filters: SearchFilters) -> set[str]:
-        """This user's sessions that ``filters`` let a search see, without SQL."""
-        return {
-            meta.session_id
-            for meta in self.sessions.own_sessions()
-            if (filters.session_ids is None or meta.session_id in filters.session_ids)
-            and (filters.character_ids is None or meta.character_id in filters.character_ids)
-        }
 
     async def _search(
         self,

@@ -14,8 +14,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..sessions.derived import insert_rows
+from ..sessions.derived import Inserted, insert_rows
 from ..sql import SqlEngine
+from .doc_scope import MESSAGES, DocScope
 from .term_index import TermIndex
 from .text import fold, term_counts, term_id
 
@@ -37,20 +38,23 @@ SCHEMA = [
 
 
 class SearchTables:
-    """The keyword index and message vectors, as the mirror's ``DerivedTables``."""
+    """The keyword index, message vectors and the doc scope filters are answered from,
+    as the mirror's ``DerivedTables``."""
 
     tables = (TEXT_TABLE, VECTORS_TABLE)
     # Vectors are stored by search.semantic, in their own records, per model.
     saved = (TEXT_TABLE, TERMS_SAVED)
 
-    def __init__(self, index: TermIndex) -> None:
+    def __init__(self, index: TermIndex, scope: DocScope) -> None:
         self.index = index
+        self.scope = scope
 
     def schema(self) -> list[str]:
         return SCHEMA
 
     def cleared(self) -> None:
         self.index.clear()
+        self.scope.clear()
 
     async def save(self, sql: SqlEngine) -> list[Any]:
         return [await sql.export_table(TEXT_TABLE), self.index.saved()]
@@ -59,20 +63,23 @@ class SearchTables:
         # Before the import: importing hands the bytes to DuckDB's worker, which may take
         # them (a detached buffer in the browser).
         self.index.add_saved(saved[TERMS_SAVED], saved[TEXT_TABLE])
+        self.scope.add_saved(saved[MESSAGES])
 
     async def restore(self, sql: SqlEngine, saved: Mapping[str, Any]) -> None:
         await sql.import_table(TEXT_TABLE, saved[TEXT_TABLE])
 
     def deleted(self, docs: Sequence[int]) -> None:
         self.index.remove(docs)
+        self.scope.remove(docs)
 
     def analyse(self, text: str) -> tuple[str, Counter[str]]:
         return fold(text), term_counts(text)
 
     async def insert(
-        self, sql: SqlEngine, docs: Sequence[int], analyses: Sequence[tuple[str, Counter[str]]]
+        self, sql: SqlEngine, rows: Inserted, analyses: Sequence[tuple[str, Counter[str]]]
     ) -> None:
-        pairs = list(zip(docs, analyses, strict=True))
+        self.scope.add(rows.docs, rows.session_ids, rows.roles, rows.created_at)
+        pairs = list(zip(rows.docs, analyses, strict=True))
         texts = [(doc, sum(counts.values()), folded) for doc, (folded, counts) in pairs]
         await insert_rows(sql, TEXT_TABLE, "doc, terms, folded", texts)
         terms = [

@@ -4,19 +4,31 @@ The mirror numbers every message row (``chat_messages.doc``). A package that ind
 messages (search) keeps its own tables keyed by that number and is registered from above
 (api.py), so sessions imports nothing of it. The mirror hands it each row's text when the
 row is built (the analysis then rides with the row), tells it of rows inserted in the
-same batches as its own columnar inserts, deletes its rows in the same statements that
-delete their messages (telling it which), and a snapshot saves and restores what it
-names, so a start-up from a snapshot does not analyse every message again. What it keeps
-beside its tables (search's term index) follows the same events, and may be saved in a
-snapshot in place of a table.
+same batches as its own columnar inserts (with the columns a filter reads), deletes its
+rows in the same statements that delete their messages (telling it which), and a
+snapshot saves and restores what it names, so a start-up from a snapshot does not
+analyse every message again. What it keeps beside its tables (search's term index and
+doc scope) follows the same events, and may be saved in a snapshot in place of a table.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..sql import SqlEngine
 
 SMALL_INSERT = 4  # up to this many rows, single-row inserts beat a columnar batch
+
+
+@dataclass(frozen=True)
+class Inserted:
+    """Rows just inserted in ``chat_messages``, by column: their docs and what a search
+    filter reads of them."""
+
+    docs: Sequence[int]
+    session_ids: Sequence[str]
+    roles: Sequence[str]
+    created_at: Sequence[int]
 
 
 class DerivedTables(Protocol):
@@ -36,8 +48,8 @@ class DerivedTables(Protocol):
 
     def restore_beside(self, saved: Mapping[str, Any]) -> None:
         """What it keeps beside its tables, from its part of a snapshot (by name, as
-        ``save`` made it), instead of rows through ``insert``. No SQL: at start-up this
-        runs while DuckDB is still starting."""
+        ``save`` made it, and the snapshot's ``chat_messages``), instead of rows through
+        ``insert``. No SQL: at start-up this runs while DuckDB is still starting."""
 
     async def save(self, sql: SqlEngine) -> list[Any]:
         """The bytes of each of ``saved``, in order, for a snapshot (every buffered row is
@@ -54,7 +66,7 @@ class DerivedTables(Protocol):
     def analyse(self, text: str) -> Any:
         """What it needs from a message's text, computed once when its row is built."""
 
-    async def insert(self, sql: SqlEngine, docs: Sequence[int], analyses: Sequence[Any]) -> None:
+    async def insert(self, sql: SqlEngine, rows: Inserted, analyses: Sequence[Any]) -> None:
         """Rows for messages just inserted (one batch, as the mirror inserted them)."""
 
 

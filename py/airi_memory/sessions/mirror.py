@@ -23,7 +23,7 @@ from ..errors import SqlEngineStoppedError
 from ..models import ChatSessionMeta, message_text
 from ..sql import SqlEngine
 from ..storage.values import MAX_VALUE_DEPTH, NestedTooDeepError, loads
-from .derived import SMALL_INSERT, DerivedTables, insert_rows
+from .derived import SMALL_INSERT, DerivedTables, Inserted, insert_rows
 
 TAG_SEPARATOR = "\x1f"
 
@@ -87,6 +87,17 @@ def _message_values(
     ]  # fmt: skip
 
 
+def _inserted(rows: Sequence[MessageRow]) -> Inserted:
+    """What derived owners are told of inserted rows (``MESSAGE_COLUMNS``' doc, session_id,
+    role and created_at)."""
+    return Inserted(
+        [row.values[0] for row in rows],
+        [row.values[2] for row in rows],
+        [row.values[5] for row in rows],
+        [row.values[6] for row in rows],
+    )
+
+
 def _raise_refusal(session_id: str, record: str | None, error: BaseException) -> None:
     raise error  # nobody to report it to: never left out silently
 
@@ -142,9 +153,9 @@ class SessionMirror:
         await self._resume_numbering()
 
     def _parts(self, saved: Sequence[Any], owner: DerivedTables) -> dict[str, Any]:
-        """``owner``'s part of a snapshot, by name."""
+        """``owner``'s part of a snapshot, by name, and the messages its rows follow."""
         by_name = dict(zip(self.saved_names, saved, strict=True))
-        return {name: by_name[name] for name in owner.saved}
+        return {name: by_name[name] for name in ("chat_messages", *owner.saved)}
 
     def _derived_tables(self) -> list[str]:
         return [table for owner in self.derived for table in owner.tables]
@@ -197,9 +208,9 @@ class SessionMirror:
             for row in part:
                 row.values[0], self._next_doc = self._next_doc, self._next_doc + 1
             await insert_rows(self.sql, "chat_messages", MESSAGE_COLUMNS, [r.values for r in part])
-            docs = [row.values[0] for row in part]
+            inserted = _inserted(part)
             for index, owner in enumerate(self.derived):
-                await owner.insert(self.sql, docs, [row.analyses[index] for row in part])
+                await owner.insert(self.sql, inserted, [row.analyses[index] for row in part])
 
         async def undo(part: Sequence[MessageRow]) -> None:
             span = [part[0].values[0], part[-1].values[0]]  # numbered in a row, just now
