@@ -108,7 +108,7 @@ class MemorySystem:
             sql,
             options.retrieval,
             search_tables.index,
-            search_tables.scope,
+            search_tables.doc_scope,
             self._until_loaded,
         )
         self.embeddings = LiveEmbeddings(

@@ -37,7 +37,7 @@ async def allow_of(system, **filters):
     await system.sessions.mirror.flush()
     sessions = system.sessions
     return allowed_docs(
-        system.searcher.scope,
+        system.searcher.doc_scope,
         SearchFilters(**filters),
         sessions.own_sessions(),
         sessions.has_other_users(),
@@ -228,7 +228,7 @@ async def case_the_doc_scope_allows_what_the_filters_sql_selects(open_system):
         await system.sessions.mirror.flush()
         found = await system.sql.query("SELECT doc FROM chat_messages ORDER BY 1")
         every = [int(doc) for doc in found.column("doc")]
-        assert len(system.searcher.scope) == len(every), stage
+        assert len(system.searcher.doc_scope) == len(every), stage
         for given in asked:
             allow = await allow_of(system, **given)
             found = every if allow is None else list(allow)
@@ -263,7 +263,7 @@ async def case_the_doc_scope_allows_what_the_filters_sql_selects(open_system):
     assert (
         len(await allow_of(shared))
         == len(await selected_by_sql(shared))
-        < len(shared.searcher.scope)
+        < len(shared.searcher.doc_scope)
     )
 
 

@@ -111,17 +111,17 @@ class Searcher:
         sql: SqlEngine,
         config: RetrievalConfig,
         terms: TermIndex,
-        scope: DocScope,
+        doc_scope: DocScope,
         until_loaded: Callable[[], Awaitable[None]],
     ) -> None:
-        """``terms`` and ``scope``: what the mirror keeps beside DuckDB for search
+        """``terms`` and ``doc_scope``: what the mirror keeps beside DuckDB for search
         (``SearchTables``). ``until_loaded``: start-up's second stage (the mirror), which
         every search but an early semantic one waits for."""
         self.sessions = sessions
         self.sql = sql
         self.config = config
         self.terms = terms
-        self.scope = scope
+        self.doc_scope = doc_scope
         self.until_loaded = until_loaded
         self.semantic: SemanticRetriever | None = None
 
@@ -147,7 +147,7 @@ class Searcher:
             None
             if strategy == "recent"
             else allowed_docs(
-                self.scope,
+                self.doc_scope,
                 query.filters,
                 self.sessions.own_sessions(),
                 self.sessions.has_other_users(),

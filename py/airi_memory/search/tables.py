@@ -45,16 +45,16 @@ class SearchTables:
     # Vectors are stored by search.semantic, in their own records, per model.
     saved = (TEXT_TABLE, TERMS_SAVED)
 
-    def __init__(self, index: TermIndex, scope: DocScope) -> None:
+    def __init__(self, index: TermIndex, doc_scope: DocScope) -> None:
         self.index = index
-        self.scope = scope
+        self.doc_scope = doc_scope
 
     def schema(self) -> list[str]:
         return SCHEMA
 
     def cleared(self) -> None:
         self.index.clear()
-        self.scope.clear()
+        self.doc_scope.clear()
 
     async def save(self, sql: SqlEngine) -> list[Any]:
         return [await sql.export_table(TEXT_TABLE), self.index.saved()]
@@ -63,14 +63,14 @@ class SearchTables:
         # Before the import: importing hands the bytes to DuckDB's worker, which may take
         # them (a detached buffer in the browser).
         self.index.add_saved(saved[TERMS_SAVED], saved[TEXT_TABLE])
-        self.scope.add_saved(saved[MESSAGES])
+        self.doc_scope.add_saved(saved[MESSAGES])
 
     async def restore(self, sql: SqlEngine, saved: Mapping[str, Any]) -> None:
         await sql.import_table(TEXT_TABLE, saved[TEXT_TABLE])
 
     def deleted(self, docs: Sequence[int]) -> None:
         self.index.remove(docs)
-        self.scope.remove(docs)
+        self.doc_scope.remove(docs)
 
     def analyse(self, text: str) -> tuple[str, Counter[str]]:
         return fold(text), term_counts(text)
@@ -78,7 +78,7 @@ class SearchTables:
     async def insert(
         self, sql: SqlEngine, rows: Inserted, analyses: Sequence[tuple[str, Counter[str]]]
     ) -> None:
-        self.scope.add(rows.docs, rows.session_ids, rows.roles, rows.created_at)
+        self.doc_scope.add(rows.docs, rows.session_ids, rows.roles, rows.created_at)
         pairs = list(zip(rows.docs, analyses, strict=True))
         texts = [(doc, sum(counts.values()), folded) for doc, (folded, counts) in pairs]
         await insert_rows(sql, TEXT_TABLE, "doc, terms, folded", texts)
