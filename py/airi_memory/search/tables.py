@@ -1,5 +1,6 @@
 """Search's own tables in the DuckDB mirror, kept up to date by the session mirror, and
-the term index BM25 ranks with (``term_index``), kept beside them.
+what is kept beside them: the term index BM25 ranks with (``term_index``) and the doc
+scope filters are answered from (``doc_scope``).
 
 ``SearchTables`` is registered with the mirror from above (api.py): it analyses each
 message's text once, when its row is built, and inserts its rows in the mirror's batches.
