@@ -7,7 +7,6 @@ import math
 from array import array
 
 from airi_memory.errors import InvalidValueError
-from airi_memory.search.doc_scope import allowed_docs
 from airi_memory.search.filters import SearchFilters, scope
 from airi_memory.search.keyword import bm25
 from contract.common import DAY, QUIET, START, Clock, eventually, expect_error
@@ -35,13 +34,7 @@ async def allow_of(system, **filters):
     """The docs ``system``'s doc scope lets a search with ``filters`` rank (None: every
     doc), as the search itself asks it."""
     await system.sessions.mirror.flush()
-    sessions = system.sessions
-    return allowed_docs(
-        system.searcher.doc_scope,
-        SearchFilters(**filters),
-        sessions.own_sessions(),
-        sessions.has_other_users(),
-    )
+    return system.searcher.allowed_docs(SearchFilters(**filters))
 
 
 async def selected_by_sql(system, **filters):

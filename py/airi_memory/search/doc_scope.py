@@ -121,24 +121,27 @@ def python_doc_scope() -> DocScope:
 
 
 def sessions_in_scope(
-    filters: SearchFilters, own: Iterable[ChatSessionMeta], other_users: bool
+    filters: SearchFilters, own: Callable[[], Iterable[ChatSessionMeta]], other_users: bool
 ) -> set[str] | None:
-    """The sessions whose messages ``filters`` let this user's search see, from ``own``
-    (this user's sessions), or None when every session's may be seen. As the filter's
-    SQL (``filters.scope``) says: a character, or another user in the store, confines a
-    search to sessions the store holds; session ids alone do not."""
+    """The sessions whose messages ``filters`` let this user's search see, from ``own()``
+    (this user's sessions, asked only when needed), or None when every session's may be
+    seen. As the filter's SQL (``filters.scope``) says: a character, or another user in
+    the store, confines a search to sessions the store holds; session ids alone do not."""
     if filters.character_ids is None and not other_users:
         return None if filters.session_ids is None else set(filters.session_ids)
     found = {
         meta.session_id
-        for meta in own
+        for meta in own()
         if filters.character_ids is None or meta.character_id in filters.character_ids
     }
     return found if filters.session_ids is None else found & set(filters.session_ids)
 
 
 def allowed_docs(
-    scope: DocScope, filters: SearchFilters, own: Iterable[ChatSessionMeta], other_users: bool
+    scope: DocScope,
+    filters: SearchFilters,
+    own: Callable[[], Iterable[ChatSessionMeta]],
+    other_users: bool,
 ) -> "array[int] | None":
     """The docs ``filters`` let this user's search rank, or None when it allows every doc."""
     sessions = sessions_in_scope(filters, own, other_users)

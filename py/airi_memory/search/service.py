@@ -14,6 +14,7 @@ import asyncio
 import math
 import re
 import time
+from array import array
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Literal, Protocol
 
@@ -136,23 +137,14 @@ class Searcher:
         early = await self._early(query, strategy)
         if early is not None:
             try:
-                own = self.sessions.own_sessions()
+                own = self.sessions.own_sessions
                 allow = early.allowed(sessions_in_scope(query.filters, own, other_users=True))
                 return await self._search(query, strategy, allow, early, started)
             except Retired:  # the mirror came meanwhile: the usual way
                 pass
         await self.until_loaded()
         await self.sessions.flush()
-        allow = (
-            None
-            if strategy == "recent"
-            else allowed_docs(
-                self.doc_scope,
-                query.filters,
-                self.sessions.own_sessions(),
-                self.sessions.has_other_users(),
-            )
-        )
+        allow = None if strategy == "recent" else self.allowed_docs(query.filters)
         return await self._search(query, strategy, allow, None, started)
 
     async def _early(self, query: "SearchQuery", strategy: str) -> EarlyVectors | None:
@@ -243,6 +235,13 @@ class Searcher:
         scaled = _min_max([hit["score"] for hit in semantic_hits])
         for rank, hit in enumerate(semantic_hits):
             self._merge(found, hit, "semantic", rank, max(hit["score"], 0.0), scaled[rank])
+
+    def allowed_docs(self, filters: SearchFilters) -> "array[int] | None":
+        """The docs a search with ``filters`` may rank (None: every doc), from the doc
+        scope; the mirror must be flushed first."""
+        return allowed_docs(
+            self.doc_scope, filters, self.sessions.own_sessions, self.sessions.has_other_users()
+        )
 
     def _scope(self, filters: SearchFilters) -> Scope:
         return scope(filters, self.sessions.user_id, self.sessions.has_other_users())
