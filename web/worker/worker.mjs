@@ -172,7 +172,7 @@ async function boot(options, withTestHooks, withSnapshot) {
   loading.catch(() => {}); // the facade's whenLoaded, and each call waiting on it, report it
   catchUpSoon(); // whatever was committed while this tab booted
   poll = setInterval(catchUpSoon, options?.tabPollMs ?? TAB_POLL_MS);
-  const info = JSON.parse(await api.dispatch("info", pyodide.toPy([])));
+  const info = JSON.parse(await call("info", []));
   // Each phase: milliseconds from the start of boot until it finished.
   return { ...info.value, buildInfo, bootMs: performance.now() - started, bootPhases: { ...phases }, ...outcome };
 }
@@ -230,7 +230,9 @@ async function call(method, args) {
   if (!api) throw new Error("airi-memory is not ready: boot failed or the system was closed");
   const pyArgs = pyodide.toPy(nullsToUndefined(args));
   try {
-    return toPlain(await api.dispatch(method, pyArgs));
+    // Python begins the call before start() returns, and answers through these.
+    const fail = (reject) => (name, message) => reject(Object.assign(new Error(message), { name }));
+    return toPlain(await new Promise((resolve, reject) => api.start(method, pyArgs, resolve, fail(reject))));
   } finally {
     pyArgs.destroy?.();
   }

@@ -30,6 +30,31 @@ from .vector_scan import simd_vector_scan
 class BrowserApi:
     def __init__(self, system: MemorySystem) -> None:
         self._system = system
+        self._answering: set[asyncio.Task[None]] = set()  # held until each has answered
+
+    def start(self, method: str, args: Any, resolve: Any, reject: Any) -> None:
+        """``dispatch``, begun before this returns and answered by ``resolve(reply)``.
+        A coroutine handed to JS instead starts at the loop's next turn and settles its
+        promise one turn after it ends: two macrotasks per call, 0.4 ms of a 0.7 ms ping
+        (bench: the facade's trivial call). ``reject(name, message)`` only if answering
+        itself fails; a failing call is an ``{ok: false}`` reply."""
+
+        async def answer() -> None:
+            try:
+                resolve(await self.dispatch(method, args))
+            except BaseException as error:  # whatever it is, the caller's promise settles
+                reject(type(error).__name__, str(error))
+
+        # Called from JS, outside any of the loop's callbacks: a task's step needs the
+        # loop registered as running on this thread state, as Pyodide's loop does before
+        # each callback (WebLoop._install_running_loop).
+        loop = asyncio.get_event_loop()
+        if asyncio._get_running_loop() is not loop:
+            asyncio._set_running_loop(loop)
+        task = asyncio.Task(answer(), loop=loop, eager_start=True)
+        if not task.done():
+            self._answering.add(task)
+            task.add_done_callback(self._answering.discard)
 
     async def dispatch(self, method: str, args: Any) -> Any:
         """The reply as JSON text (exact: null stays null, one string crosses the bridge),
