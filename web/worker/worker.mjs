@@ -197,15 +197,6 @@ function settleAppCall({ appReply, ok, json, message }) {
   else pending.reject(new Error(message));
 }
 
-function toPlain(result) {
-  if (result && typeof result.toJs === "function") {
-    const converted = result.toJs({ dict_converter: Object.fromEntries, create_pyproxies: false });
-    result.destroy();
-    return converted;
-  }
-  return result;
-}
-
 // Pyodide turns JS null into `jsnull`, not None; JSON's null means None to the core.
 function nullsToUndefined(value) {
   if (value === null) return undefined;
@@ -230,9 +221,10 @@ async function call(method, args) {
   if (!api) throw new Error("airi-memory is not ready: boot failed or the system was closed");
   const pyArgs = pyodide.toPy(nullsToUndefined(args));
   try {
-    // Python begins the call before start() returns, and answers through these.
+    // Python begins the call before start() returns, and answers through these with JS
+    // values: JSON text, or an object it converted (BrowserApi.dispatch).
     const fail = (reject) => (name, message) => reject(Object.assign(new Error(message), { name }));
-    return toPlain(await new Promise((resolve, reject) => api.start(method, pyArgs, resolve, fail(reject))));
+    return await new Promise((resolve, reject) => api.start(method, pyArgs, resolve, fail(reject)));
   } finally {
     pyArgs.destroy?.();
   }
